@@ -1,0 +1,66 @@
+"""Bundled data sets (scikit-learn's iris, wine, breast cancer, digits) and synthetic data.
+
+Nothing is downloaded: every loader reads data shipped inside scikit-learn or generates it
+from a seed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_rng, check_int_in_range
+from .linalg import random_psd
+
+__all__ = ["load_dataset", "standardize", "synthetic_low_rank_metric", "DATASETS"]
+
+DATASETS = ("iris", "wine", "breast_cancer", "digits")
+
+
+def standardize(X: np.ndarray) -> np.ndarray:
+    """Zero mean, unit variance per column (constant columns are only centred). Returns a copy."""
+    X = np.asarray(X, dtype=np.float64)
+    mu = X.mean(axis=0)
+    sd = X.std(axis=0)
+    sd[sd == 0] = 1.0
+    return (X - mu) / sd
+
+
+def load_dataset(name: str, *, standardized: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Load one of scikit-learn's bundled data sets as ``(X, y)``.
+
+    Parameters
+    ----------
+    name : {"iris", "wine", "breast_cancer", "digits"}
+    standardized : bool
+        Standardize columns (digits: scaled to [0, 1] instead, pixels share one unit).
+    """
+    from sklearn import datasets as skd
+
+    loaders = {"iris": skd.load_iris, "wine": skd.load_wine,
+               "breast_cancer": skd.load_breast_cancer, "digits": skd.load_digits}
+    if name not in loaders:
+        raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
+    bunch = loaders[name]()
+    X = np.asarray(bunch.data, dtype=np.float64)
+    y = np.asarray(bunch.target)
+    if standardized:
+        X = X / 16.0 if name == "digits" else standardize(X)
+    return X, y
+
+
+def synthetic_low_rank_metric(n: int, d: int, e: int, *, seed=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""The thesis' synthetic set-up (sec. 3.4.1): :math:`x \sim U[0, 1)^d` and
+    :math:`T = \mathrm{blockdiag}(A, 0)` with a random positive definite :math:`A \in S^e_{++}`.
+
+    Returns
+    -------
+    X : ndarray, shape (n, d)
+    T : ndarray, shape (d, d), rank ``e``
+    """
+    d = check_int_in_range(d, "d", 1, 10**6)
+    e = check_int_in_range(e, "e", 1, d)
+    rng = as_rng(seed)
+    X = rng.random((n, d))
+    A = random_psd(e, rank=e + 2, seed=rng) + 1e-2 * np.eye(e)
+    T = np.zeros((d, d))
+    T[:e, :e] = A
+    return X, T

@@ -1,0 +1,230 @@
+r"""Deterministic generators of constraint sets (DESIGN §4).
+
+Every generator takes ``seed`` (None, an int or a ``numpy.random.Generator``) for its random
+choices and returns a :class:`~cvxmetric.constraints.ConstraintSet`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_data_matrix, as_labels, as_rng, as_square_symmetric, check_int_in_range
+from .constraints import ConstraintSet
+
+__all__ = [
+    "pairs_from_labels",
+    "target_neighbors",
+    "lmnn_constraints",
+    "quadruplets_from_metric",
+    "relative_attribute_quadruplets",
+    "sample_quadruplet_indices",
+]
+
+
+def _class_members(y: np.ndarray) -> dict:
+    return {c: np.flatnonzero(y == c) for c in np.unique(y)}
+
+
+def pairs_from_labels(y, *, n_similar: int, n_dissimilar: int, u: float, l: float,
+                      seed=None, weight: float = 1.0) -> ConstraintSet:
+    r"""Random similar pairs (same label, :math:`D \le u`) and dissimilar pairs (:math:`D \ge l`).
+
+    Pairs are drawn uniformly among all eligible unordered pairs, without replacement.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Class labels.
+    n_similar, n_dissimilar : int
+        How many pairs of each kind (at most the number that exist).
+    u, l : float
+        Upper bound for similar pairs and lower bound for dissimilar pairs (``u <= l``).
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {y.shape}")
+    if not u <= l:
+        raise ValueError(f"u must be <= l for pairwise bounds; got u={u}, l={l}")
+    rng = as_rng(seed)
+    n = y.shape[0]
+    iu, ju = np.triu_indices(n, 1)
+    same = y[iu] == y[ju]
+    sets = []
+    for count, mask, similar, bound, label in ((n_similar, same, True, u, "n_similar"),
+                                               (n_dissimilar, ~same, False, l, "n_dissimilar")):
+        avail = np.flatnonzero(mask)
+        count = check_int_in_range(count, label, 0, avail.size)
+        pick = np.sort(rng.choice(avail, size=count, replace=False))
+        sets.append(ConstraintSet.from_pairs(np.column_stack([iu[pick], ju[pick]]),
+                                             similar=similar, bound=bound, weight=weight))
+    return ConstraintSet.concatenate(*sets)
+
+
+def target_neighbors(X, y, k: int) -> np.ndarray:
+    r"""The ``k`` nearest same-class neighbours of every point (Euclidean, fixed; LMNN).
+
+    Returns
+    -------
+    ndarray of int, shape (n, k)
+        Row ``i`` lists the targets of point ``i``, nearest first (ties broken by index).
+
+    Raises
+    ------
+    ValueError
+        If ``k < 1`` or some class has ``k`` or fewer members, or there is a single class.
+    """
+    X = as_data_matrix(X)
+    y = as_labels(y, X.shape[0])
+    members = _class_members(y)
+    if len(members) < 2:
+        raise ValueError("y has a single class; LMNN needs at least two classes for impostors")
+    smallest = min(len(v) for v in members.values())
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an integer; got {type(k).__name__}")
+    if not 1 <= k < smallest:
+        raise ValueError(
+            f"k must be in [1, {smallest - 1}] (smallest class has {smallest} points); got k={k}"
+        )
+    out = np.empty((X.shape[0], k), dtype=np.int64)
+    for idx in members.values():
+        Z = X[idx]
+        sq = np.einsum("ij,ij->i", Z, Z)
+        D = sq[:, None] + sq[None, :] - 2 * Z @ Z.T
+        np.fill_diagonal(D, np.inf)
+        order = np.argsort(D, axis=1, kind="stable")[:, :k]
+        out[idx] = idx[order]
+    return out
+
+
+def lmnn_constraints(X, y, k: int, *, mu: float = 0.5, margin: float = 1.0):
+    r"""LMNN's target pairs and full impostor triplet set (DESIGN §5.2).
+
+    Returns
+    -------
+    targets : ndarray of int, shape (n * k, 2)
+        The pairs :math:`(i, j)` with :math:`j` a target neighbour of :math:`i`.
+    triplets : ConstraintSet
+        All :math:`(i, j, l)` with :math:`j` a target of :math:`i` and :math:`y_l \ne y_i`,
+        margin ``margin`` and weight ``mu``. Its size is :math:`n k (n - n_{y_i})`: materialise it
+        only for small data (the LMNN solver generates impostors on the fly for large data).
+    """
+    X = as_data_matrix(X)
+    y = as_labels(y, X.shape[0])
+    T = target_neighbors(X, y, k)
+    n = X.shape[0]
+    tg = np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
+    rows = []
+    for a, b in tg:
+        others = np.flatnonzero(y != y[a])
+        rows.append(np.column_stack([np.full(others.size, a), np.full(others.size, b), others]))
+    trip = np.concatenate(rows) if rows else np.zeros((0, 3), dtype=np.int64)
+    return tg, ConstraintSet.from_triplets(trip, delta=margin, weight=mu)
+
+
+def sample_quadruplet_indices(n: int, m: int, seed=None) -> np.ndarray:
+    """``m`` random quadruplets of row indices with ``i != j`` and ``k != l`` (shape (m, 4))."""
+    rng = as_rng(seed)
+    if n < 2:
+        raise ValueError(f"need at least 2 points to form pairs; got n={n}")
+    q = rng.integers(0, n, size=(m, 4))
+    for a, b in ((0, 1), (2, 3)):
+        clash = q[:, a] == q[:, b]
+        while np.any(clash):
+            q[clash, b] = rng.integers(0, n, size=int(clash.sum()))
+            clash = q[:, a] == q[:, b]
+    return q
+
+
+def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
+                            flip_fraction: float = 0.0) -> ConstraintSet:
+    r"""Quadruplets labelled by a known target metric :math:`T` (thesis sec. 3.4.1).
+
+    Random quadruplets of distinct-pair points are oriented so that
+    :math:`D_T(x_k, x_l) > D_T(x_i, x_j)`; exact ties are dropped. ``flip_fraction`` of them
+    (chosen at random) are then reversed, as label noise, which makes the optimum of a hinge
+    model clearly positive.
+    """
+    X = as_data_matrix(X)
+    T = as_square_symmetric(T, "T", d=X.shape[1], psd=True)
+    rng = as_rng(seed)
+    if not 0.0 <= flip_fraction < 0.5:
+        raise ValueError(f"flip_fraction must be in [0, 0.5); got {flip_fraction}")
+    q = sample_quadruplet_indices(X.shape[0], m, rng)
+    U = X[q[:, 0]] - X[q[:, 1]]
+    V = X[q[:, 2]] - X[q[:, 3]]
+    dij = np.einsum("ij,jk,ik->i", U, T, U)
+    dkl = np.einsum("ij,jk,ik->i", V, T, V)
+    keep = dij != dkl
+    q, dij, dkl = q[keep], dij[keep], dkl[keep]
+    swap = dij > dkl
+    if flip_fraction > 0:
+        flip = rng.random(q.shape[0]) < flip_fraction
+        swap ^= flip
+    q[swap] = q[swap][:, [2, 3, 0, 1]]
+    return ConstraintSet.from_quadruplets(q, delta=delta)
+
+
+def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", seed=None,
+                                   delta: float = 1.0) -> ConstraintSet:
+    r"""Quadruplets from an ordering of classes by the strength of one attribute (thesis 2.4.1).
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Class labels.
+    levels : sequence of sequences of labels
+        The ordering weakest to strongest; classes in the same level are equivalent (``~``),
+        e.g. ``[[T], [I, S], [H], [C, O, M, F]]`` for ``T < I ~ S < H < C ~ O ~ M ~ F``.
+    m : int
+        Number of constraints to draw.
+    kind : {"strict", "relaxed"}
+        ``"strict"`` (``e < f < g < h``): :math:`(i, j, k, l) \in g \times f \times h \times e`,
+        :math:`D_w(k, l) \ge D_w(i, j) + \delta` (eq. 2.12).
+        ``"relaxed"`` (``e < f ~ g < h``): :math:`(i, j) \in f \times g`, :math:`(k, l) \in h \times e`,
+        two constraints :math:`D_w(k, l) \ge \pm D_w(i, j) + \delta` (eq. 2.13), written as the
+        quadruplets :math:`(i, j, k, l)` and :math:`(j, i, k, l)`; ``m`` counts both.
+
+    Notes
+    -----
+    These constraints are meant for the signed vector model :math:`D_w(i, j) = w^\top (x_i - x_j)`
+    (``formulations.qwise.build_qwise_vector(..., model="linear")``).
+    """
+    y = np.asarray(y)
+    rng = as_rng(seed)
+    members = _class_members(y)
+    lv = [list(level) for level in levels]
+    for level in lv:
+        for c in level:
+            if c not in members:
+                raise ValueError(f"levels names class {c!r}, which does not occur in y")
+    if kind == "strict":
+        if len(lv) < 4:
+            raise ValueError("kind='strict' needs at least 4 levels (e < f < g < h)")
+    elif kind == "relaxed":
+        if not any(len(level) >= 2 for level in lv[1:-1]):
+            raise ValueError("kind='relaxed' needs an inner level with two equivalent classes (f ~ g)")
+    else:
+        raise ValueError(f"kind must be 'strict' or 'relaxed'; got {kind!r}")
+
+    def draw(cls):
+        return int(rng.choice(members[cls]))
+
+    rows = []
+    L = len(lv)
+    while len(rows) < m:
+        if kind == "strict":
+            a, b, c, d = np.sort(rng.choice(L, size=4, replace=False))
+            e, f, g, h = (lv[t][rng.integers(len(lv[t]))] for t in (a, b, c, d))
+            rows.append((draw(g), draw(f), draw(h), draw(e)))
+        else:
+            inner = [t for t in range(1, L - 1) if len(lv[t]) >= 2]
+            b = int(rng.choice(inner))
+            f, g = rng.choice(len(lv[b]), size=2, replace=False)
+            a = int(rng.integers(0, b))
+            d = int(rng.integers(b + 1, L))
+            e = lv[a][rng.integers(len(lv[a]))]
+            h = lv[d][rng.integers(len(lv[d]))]
+            i, j, k, l = draw(lv[b][f]), draw(lv[b][g]), draw(h), draw(e)
+            rows.append((i, j, k, l))
+            if len(rows) < m:
+                rows.append((j, i, k, l))
+    return ConstraintSet.from_quadruplets(np.array(rows[:m], dtype=np.int64).reshape(-1, 4), delta=delta)

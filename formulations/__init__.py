@@ -1,0 +1,5 @@
+"""cvxpy ground-truth formulations, one module per method (DESIGN §2, §5).
+
+Every builder returns a :class:`~formulations.base.Formulation`.
+"""
+from .base import Formulation, ReferenceSolution, SolverFailure  # noqa: F401

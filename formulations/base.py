@@ -1,0 +1,168 @@
+"""The record every formulation builder returns, and the one way to solve it.
+
+A :class:`Formulation` holds the cvxpy ``Problem``, its variables, its *named* constraints (the
+KKT checks read their dual values by name), and ``value_at``: the objective at a given point
+with every auxiliary variable (slack) minimised in closed form, evaluated through cvxpy
+expressions built from the same pieces as the problem. ``value_at`` is how the harness scores
+a fast solver's output with the ground truth's own definition of the objective.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import cvxpy as cp
+import numpy as np
+
+__all__ = ["Formulation", "ReferenceSolution", "SOLVER_OPTIONS", "SolverFailure", "symmetric_parameter"]
+
+#: Options per cvxpy solver used for ground truth.
+#: Clarabel's default tolerances (1e-8) stall at a duality gap of ~2e-8 on some of these SDPs
+#: ("AlmostSolved", cvxpy's optimal_inaccurate); 1e-7 is reached cleanly and is still far
+#: tighter than every check of the harness.
+#: SCS's default eps (1e-4) leaves relative errors around 1e-4..1e-3 on these SDPs, too loose
+#: for an oracle: 1e-7 makes it agree with Clarabel to ~1e-5 at a few times the cost.
+SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
+    "CLARABEL": {"tol_gap_abs": 1e-7, "tol_gap_rel": 1e-7, "tol_feas": 1e-7},
+    "SCS": {"eps_abs": 1e-7, "eps_rel": 1e-7, "max_iters": 200_000},
+}
+
+#: cvxpy statuses accepted as a solved problem.
+OPTIMAL_STATUSES = ("optimal",)
+
+
+class SolverFailure(RuntimeError):
+    """A cvxpy solve ended without an optimal status."""
+
+
+@dataclass
+class ReferenceSolution:
+    """Outcome of one cvxpy solve of a :class:`Formulation`.
+
+    Attributes
+    ----------
+    solver : str
+    status : str
+        cvxpy's status string (``"optimal"`` when solved).
+    value : float or None
+        The problem's optimal value as reported by cvxpy.
+    point : ndarray or None
+        The main variable's value (``M``, or ``w`` for vector models).
+    compile_time, solve_time : float
+        Seconds spent by cvxpy canonicalisation and by the solver.
+    duals : dict
+        Dual values of the named constraints (copied after the solve).
+    aux : dict
+        Values of the other variables (slacks, ...).
+    """
+
+    solver: str
+    status: str
+    value: float | None
+    point: np.ndarray | None
+    compile_time: float
+    solve_time: float
+    duals: dict = field(default_factory=dict)
+    aux: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in OPTIMAL_STATUSES
+
+    @property
+    def total_time(self) -> float:
+        return self.compile_time + self.solve_time
+
+
+def symmetric_parameter(d: int, name: str = "M_eval") -> cp.Parameter:
+    """A symmetric (d, d) parameter used to evaluate an objective expression at a given M."""
+    return cp.Parameter((d, d), symmetric=True, name=name)
+
+
+@dataclass(eq=False)
+class Formulation:
+    """A cvxpy statement of one method on one data set.
+
+    Attributes
+    ----------
+    method : str
+        Method name (``"qwise"``, ...).
+    problem : cvxpy.Problem
+    variables : dict of str to cvxpy.Variable
+        ``variables[point_name]`` is the main variable.
+    constraints : dict of str to cvxpy.Constraint
+        Named constraints (``"psd"``, ``"hinge"``, ``"slack_nonneg"``, ...).
+    point_name : str
+        ``"M"`` or ``"w"``.
+    evaluate : callable
+        ``evaluate(point) -> float``: the objective with slacks minimised, through cvxpy.
+    model : object
+        The numpy model the fast solvers read (a ``HingeModel``, ...), when there is one.
+    info : dict
+        Anything else a verification check needs.
+    solver_options : dict
+        Per-solver option overrides for this problem (on top of ``SOLVER_OPTIONS``).
+    """
+
+    method: str
+    problem: cp.Problem
+    variables: dict
+    constraints: dict
+    point_name: str
+    evaluate: Callable[[np.ndarray], float]
+    model: Any = None
+    info: dict = field(default_factory=dict)
+    solver_options: dict = field(default_factory=dict)
+    solutions: dict = field(default_factory=dict)
+
+    @property
+    def point(self) -> cp.Variable:
+        return self.variables[self.point_name]
+
+    def value_at(self, point) -> float:
+        """Objective at ``point`` with every auxiliary variable minimised in closed form."""
+        return float(self.evaluate(point))
+
+    def solve(self, solver: str = "CLARABEL", *, raise_on_failure: bool = False, **options) -> ReferenceSolution:
+        """Solve with a cvxpy solver; return (and remember) a :class:`ReferenceSolution`.
+
+        A non-optimal status is reported in the result (and raised as :class:`SolverFailure`
+        with ``raise_on_failure=True``); solver exceptions become the status ``"error: ..."``.
+        """
+        solver = solver.upper()
+        opts = dict(SOLVER_OPTIONS.get(solver, {}))
+        opts.update(self.solver_options.get(solver, {}))
+        opts.update(options)
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                self.problem.solve(solver=solver, canon_backend="SCIPY", **opts)
+            status = str(self.problem.status)
+        except cp.error.SolverError as exc:
+            status = f"error: {exc}"
+        total = time.perf_counter() - t0
+        stats = getattr(self.problem, "solver_stats", None)
+        solve_time = getattr(stats, "solve_time", None) if stats is not None else None
+        if solve_time is None or not np.isfinite(solve_time):
+            solve_time = total
+        solve_time = min(float(solve_time), total)
+        ok = status in OPTIMAL_STATUSES
+        point = None if not ok or self.point.value is None else np.array(self.point.value, dtype=np.float64)
+        duals = {}
+        aux = {}
+        if ok:
+            for name, con in self.constraints.items():
+                dv = con.dual_value
+                duals[name] = None if dv is None else np.array(dv, dtype=np.float64)
+            for name, var in self.variables.items():
+                if name != self.point_name and var.value is not None:
+                    aux[name] = np.array(var.value, dtype=np.float64)
+        sol = ReferenceSolution(solver, status, float(self.problem.value) if ok else None, point,
+                                total - solve_time, solve_time, duals, aux)
+        self.solutions[solver] = sol
+        if raise_on_failure and not ok:
+            raise SolverFailure(f"{self.method}: {solver} ended with status {status!r}")
+        return sol

@@ -1,0 +1,147 @@
+r"""KKT residuals for the hinge model (Qwise, LMNN, Fantope bound) and the vector model.
+
+Ground truth (from the named duals of a solved :func:`formulations.hinge.build_hinge_problem`):
+with :math:`\alpha` = dual of "hinge", :math:`\beta` = dual of "slack_nonneg", :math:`Z` = dual of
+"psd", the Lagrangian is
+:math:`\langle R, M\rangle + \tfrac q2\|M\|^2 + c^\top\xi + \sum_c \alpha_c(\delta_c + \langle M, A_c\rangle - \xi_c)
+- \beta^\top\xi - \langle Z, M\rangle` and the KKT conditions are
+
+* primal feasibility: :math:`M \succeq 0`, :math:`\xi \ge \delta + \langle M, A\rangle`, :math:`\xi \ge 0`;
+* dual feasibility: :math:`\alpha, \beta \ge 0`, :math:`Z \succeq 0`;
+* complementary slackness: :math:`\alpha_c(\xi_c - \delta_c - \langle M, A_c\rangle) = 0`,
+  :math:`\beta_c\xi_c = 0`, :math:`\langle Z, M\rangle = 0`;
+* stationarity: :math:`R + qM + \sum_c \alpha_c A_c - Z = 0` and :math:`c - \alpha - \beta = 0`.
+
+Each residual is normalised by the size of the terms it compares (documented per entry).
+
+Fast point: the distance from 0 to :math:`\partial f(M) + N_{\mathbb{S}_+}(M)`, i.e.
+:math:`\min \|R + qM + \sum_{\text{violated}} c_c A_c + \sum_{\text{tight}} \alpha_c A_c - V_0 S V_0^\top\|_F`
+over :math:`\alpha_c \in [0, c_c]` and :math:`S \succeq 0`, with :math:`V_0` the (numerical) null space
+of :math:`M`: a small cvxpy problem.
+"""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from cvxmetric.linalg import project_psd
+from cvxmetric.models import HingeModel
+from cvxmetric.vector_model import VectorModel
+
+from .tolerances import NULLSPACE_RTOL, TIGHT_RTOL
+
+__all__ = ["hinge_kkt_truth", "hinge_kkt_fast", "vector_kkt", "vector_kkt_truth"]
+
+
+def _rel(num: float, *scales: float) -> float:
+    return float(num) / max(1.0, *[float(s) for s in scales])
+
+
+def hinge_kkt_truth(form, sol) -> dict[str, float]:
+    """KKT residuals of a solved hinge-model formulation (see the module docstring)."""
+    model: HingeModel = form.model
+    M = sol.point
+    xi = sol.aux["xi"]
+    alpha, beta, Z = sol.duals["hinge"], sol.duals["slack_nonneg"], sol.duals["psd"]
+    geom = model.geometry
+    delta = np.asarray(model.constraints.delta)
+    lin = delta + geom.values(M)
+    lam_M = np.linalg.eigvalsh(M)
+    lam_Z = np.linalg.eigvalsh(Z)
+    nM, nZ = float(np.linalg.norm(M, 2)), float(np.linalg.norm(Z, 2))
+    xscale = float(np.max(np.abs(xi))) if xi.size else 0.0
+    cmax = float(np.max(model.coef)) if model.m else 0.0
+    grad_reg = model.regularizer_grad(M)
+    sumA = geom.weighted_sum(alpha)
+    stat = grad_reg + sumA - Z
+    return {
+        # primal feasibility
+        "primal_psd": _rel(max(0.0, -lam_M[0]), nM),
+        "primal_hinge": _rel(max(0.0, float(np.max(lin - xi))) if xi.size else 0.0, xscale),
+        "primal_slack": _rel(max(0.0, float(-np.min(xi))) if xi.size else 0.0, xscale),
+        # dual feasibility
+        "dual_alpha": _rel(max(0.0, float(-np.min(alpha))) if alpha.size else 0.0, cmax),
+        "dual_beta": _rel(max(0.0, float(-np.min(beta))) if beta.size else 0.0, cmax),
+        "dual_psd": _rel(max(0.0, -lam_Z[0]), nZ),
+        # complementary slackness
+        "comp_hinge": _rel(float(np.max(np.abs(alpha * (xi - lin)))) if xi.size else 0.0, cmax * max(1.0, xscale)),
+        "comp_slack": _rel(float(np.max(np.abs(beta * xi))) if xi.size else 0.0, cmax * max(1.0, xscale)),
+        "comp_psd": _rel(abs(float(np.vdot(Z, M))), nZ * nM),
+        # stationarity
+        "stationarity_M": _rel(float(np.linalg.norm(stat)), np.linalg.norm(grad_reg), np.linalg.norm(sumA),
+                               np.linalg.norm(Z)),
+        "stationarity_xi": _rel(float(np.max(np.abs(model.coef - alpha - beta))) if alpha.size else 0.0, cmax),
+    }
+
+
+def hinge_kkt_fast(model: HingeModel, M: np.ndarray, *, tight_rtol: float = TIGHT_RTOL,
+                   null_rtol: float = NULLSPACE_RTOL) -> float:
+    r"""Relative distance from 0 to :math:`\partial f(M) + N_{\mathbb{S}_+}(M)` at a (near-)PSD M.
+
+    Normalised by :math:`\max(1, \|R + qM\|_F, \|\sum_{\text{violated}} c A\|_F)`.
+    """
+    M = project_psd(np.asarray(M, dtype=np.float64))
+    geom = model.geometry
+    delta = np.asarray(model.constraints.delta)
+    s = delta + geom.values(M)
+    band = tight_rtol * np.maximum(1.0, np.abs(delta))
+    violated = s > band
+    tight = np.abs(s) <= band
+    base = model.regularizer_grad(M) + geom.weighted_sum(model.coef * violated)
+    lam, V = np.linalg.eigh(M)
+    V0 = V[:, lam <= null_rtol * max(1.0, float(lam[-1]))]
+    scale = max(1.0, float(np.linalg.norm(model.regularizer_grad(M))), float(np.linalg.norm(base)))
+    t_rows = np.flatnonzero(tight)
+    if t_rows.size == 0 and V0.shape[1] == 0:
+        return float(np.linalg.norm(base)) / scale
+    d = model.d
+    expr = base
+    cons = []
+    if t_rows.size:
+        sub = geom.subset(t_rows)
+        # columns: A_c flattened (d*d), built from the subset's difference vectors
+        A = np.zeros((t_rows.size, d * d))
+        if sub.u_rows.size:
+            A[sub.u_rows] += np.einsum("ma,mb->mab", sub.U, sub.U).reshape(sub.u_rows.size, -1)
+        if sub.v_rows.size:
+            A[sub.v_rows] -= np.einsum("ma,mb->mab", sub.V, sub.V).reshape(sub.v_rows.size, -1)
+        alpha = cp.Variable(t_rows.size)
+        cons += [alpha >= 0, alpha <= model.coef[t_rows]]
+        vec = base.reshape(-1) + A.T @ alpha
+    else:
+        vec = base.reshape(-1)
+    r = V0.shape[1]
+    if r:
+        S = cp.Variable((r, r), PSD=True)
+        vec = vec - cp.vec(V0 @ S @ V0.T, order="C")
+    prob = cp.Problem(cp.Minimize(cp.norm(vec, 2)), cons)
+    prob.solve(solver="CLARABEL")
+    if prob.status not in ("optimal", "optimal_inaccurate"):
+        raise RuntimeError(f"fast-point KKT problem ended with status {prob.status}")
+    return float(prob.value) / scale
+
+
+def vector_kkt(vm: VectorModel, w: np.ndarray) -> float:
+    r"""Relative projected-gradient residual :math:`\|\omega - \Pi(\omega - \nabla F)\|_\infty` (smooth model)."""
+    w = np.asarray(w, dtype=np.float64)
+    g = vm.gradient(w)
+    z = np.maximum(w - g, 0.0) if vm.nonneg else w - g
+    return _rel(float(np.max(np.abs(w - z))), np.max(np.abs(w)), np.max(np.abs(vm.G.T @ vm.coef)) if vm.G.size else 0.0)
+
+
+def vector_kkt_truth(form, sol) -> dict[str, float]:
+    """KKT residuals of the vector model's ground truth (smooth: gradient and bound multipliers)."""
+    vm: VectorModel = form.model
+    w = sol.point
+    g = vm.gradient(w)
+    scale = max(1.0, float(np.max(np.abs(w))), float(np.max(np.abs(vm.G.T @ vm.coef))) if vm.G.size else 0.0)
+    out = {}
+    if vm.nonneg:
+        nu = sol.duals["nonneg"]
+        out["primal_nonneg"] = _rel(max(0.0, float(-np.min(w))), scale)
+        out["dual_nonneg"] = _rel(max(0.0, float(-np.min(nu))), scale)
+        out["comp_nonneg"] = _rel(float(np.max(np.abs(nu * w))), scale * scale)
+        out["stationarity"] = _rel(float(np.max(np.abs(g - nu))), scale)
+    else:
+        out["stationarity"] = _rel(float(np.max(np.abs(g))), scale)
+    return out

@@ -1,0 +1,55 @@
+"""Qwise in the harness: the full-matrix model (subgradient engine) and the vector model (Newton)."""
+from __future__ import annotations
+
+import numpy as np
+
+from cvxmetric.linalg import project_psd
+from formulations.qwise import build_qwise, build_qwise_vector
+from solvers.qwise import solve_qwise, solve_qwise_vector
+
+from ..kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
+from ..registry import FastSolver, MethodSpec
+from ..tolerances import GAP_FIRST_ORDER, GAP_NEWTON, KKT_FAST_FIRST_ORDER, KKT_FAST_NEWTON
+
+
+def _build(inst):
+    if inst.method == "qwise_vector":
+        return build_qwise_vector(inst.X, inst.constraints, **inst.params)
+    return build_qwise(inst.X, inst.constraints, **inst.params)
+
+
+def _fast(inst):
+    if inst.method == "qwise_vector":
+        return [FastSolver("qwise-vector-newton",
+                           lambda i: solve_qwise_vector(i.X, i.constraints, **i.params),
+                           GAP_NEWTON, KKT_FAST_NEWTON)]
+    return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
+                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
+
+
+def _kkt_truth(form, sol):
+    return vector_kkt_truth(form, sol) if form.point_name == "w" else hinge_kkt_truth(form, sol)
+
+
+def _kkt_fast(form, point):
+    if form.point_name == "w":
+        return vector_kkt(form.model, point)
+    return hinge_kkt_fast(form.model, point)
+
+
+def _project(form, point):
+    point = np.asarray(point, dtype=np.float64)
+    if form.point_name == "M":
+        return project_psd(point)
+    return np.maximum(point, 0.0) if form.model.nonneg else point
+
+
+SPEC = MethodSpec(
+    name="qwise",
+    instance_methods=("qwise", "qwise_vector"),
+    build=_build,
+    fast_solvers=_fast,
+    kkt_truth=_kkt_truth,
+    kkt_fast=_kkt_fast,
+    project_point=_project,
+)
