@@ -1,0 +1,127 @@
+"""Command line of the harness: ``python -m verification`` (the project's main job).
+
+Examples
+--------
+``python -m verification``                         every method on its default instances
+``python -m verification --method qwise``          one method
+``python -m verification --method qwise --instance syn-d5 --json``
+``python -m verification --method qwise --instance syn-d5 --check-matrix M.npy``
+``python -m verification --list``                  methods and instances
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .harness import ReferenceCache, default_cases, score_point, verify_instance
+from .registry import get_spec, list_methods
+
+COLUMNS = (("method", "method", "{}"), ("instance", "instance", "{}"), ("solver", "fast solver", "{}"),
+           ("d", "d", "{}"), ("n_constraints", "m", "{}"), ("p_star_clarabel", "p* Clarabel", "{:.6g}"),
+           ("p_star_scs", "p* SCS", "{:.6g}"), ("f_fast", "f_fast", "{:.6g}"), ("rel_gap", "rel.gap", "{:.1e}"),
+           ("kkt_truth", "KKT truth", "{:.1e}"), ("kkt_fast", "KKT fast", "{:.1e}"),
+           ("time_clarabel", "t Clar", "{:.2f}s"), ("time_scs", "t SCS", "{:.2f}s"), ("time_fast", "t fast", "{:.3f}s"),
+           ("speedup_scs", "x SCS", "{:.1f}"), ("passed", "ok", "{}"))
+
+
+def _fmt(value, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def format_table(rows: list[dict]) -> str:
+    """A plain-text table of report rows, followed by the failed checks."""
+    head = [h for _, h, _ in COLUMNS]
+    body = [[_fmt(r.get(k), f) for k, _, f in COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)) for b in body]
+    failed = [(r, name, c) for r in rows for name, c in r.get("checks", {}).items() if not c["passed"]]
+    if failed:
+        lines.append("")
+        lines.append("Failed checks:")
+        for r, name, c in failed:
+            lines.append(f"  {r['method']}/{r['instance']}/{r['solver']}: {name} = {_fmt(c['value'], '{:.3g}')} "
+                         f"(tol {c['tol']:.1g})")
+    for r in rows:
+        for w in r.get("warnings", []) or []:
+            lines.append(f"  warning {r['method']}/{r['instance']}/{r['solver']}: {w}")
+    return "\n".join(lines)
+
+
+def _progress(iterable, total: int, enabled: bool):
+    if not enabled:
+        return iterable
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return iterable
+    return tqdm(iterable, total=total, desc="verifying", unit="case", file=sys.stderr, leave=False)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m verification",
+                                description="Verify fast metric-learning solvers against cvxpy ground truth.")
+    p.add_argument("--method", action="append", help="method to verify (repeatable); default: all")
+    p.add_argument("--instance", help="one named instance (default: the method's default instances)")
+    p.add_argument("--json", action="store_true", help="print one JSON array of rows instead of a table")
+    p.add_argument("--check-matrix", metavar="FILE",
+                   help="score a user's point (a .npy file: M, or w for vector models) on --method/--instance")
+    p.add_argument("--list", action="store_true", help="list methods and their default instances")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        methods = args.method or list_methods()
+        for m in methods:
+            get_spec(m)
+        if args.list:
+            for m, im, name in default_cases(methods):
+                print(f"{m:12s} {name:20s} ({im})")
+            return 0
+        if args.check_matrix:
+            if not args.method or len(args.method) != 1 or not args.instance:
+                raise ValueError("--check-matrix needs exactly one --method and an --instance")
+            try:
+                point = np.load(args.check_matrix, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"cannot read --check-matrix {args.check_matrix!r}: {exc}") from exc
+            result = score_point(methods[0], args.instance, point)
+            if args.json:
+                print(json.dumps(result, indent=1))
+            else:
+                for k in ("method", "instance", "value", "p_star_clarabel", "rel_gap", "kkt", "lambda_min", "feasible", "passed"):
+                    print(f"{k:16s} {result[k]}")
+            return 0 if result["passed"] else 1
+        cases = default_cases(methods, args.instance)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    cache = ReferenceCache()
+    rows: list[dict] = []
+    show = not args.no_progress and sys.stderr.isatty()
+    for m, im, name in _progress(cases, len(cases), show):
+        if not show and not args.json:
+            print(f"... {m} / {name}", file=sys.stderr, flush=True)
+        rows.extend(verify_instance(m, name, cache=cache, instance_method=im))
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(format_table(rows))
+        n_pass = sum(r["passed"] for r in rows)
+        print(f"\n{n_pass} of {len(rows)} rows passed all checks")
+    return 0 if all(r["passed"] for r in rows) else 1
