@@ -85,12 +85,16 @@ def _brute_values(X, cs, M):
     return np.einsum("ma,ab,mb->m", u, M, u) - np.einsum("ma,ab,mb->m", v, M, v)
 
 
-@given(dims, seeds)
-def test_geometry_matches_brute_force(d, seed):
+def _random_geometry(d, seed, m):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((12, d))
-    cs = _random_set(12, 20, rng)
-    g = QuadrupletGeometry(X, cs)
+    cs = _random_set(12, m, rng)
+    return X, cs, QuadrupletGeometry(X, cs), rng
+
+
+@given(dims, seeds)
+def test_geometry_matches_brute_force(d, seed):
+    X, cs, g, rng = _random_geometry(d, seed, 20)
     M = _sym(d, seed)
     np.testing.assert_allclose(g.values(M), _brute_values(X, cs, M), rtol=1e-10, atol=1e-10)
     L = psd_factor(random_psd(d, seed=seed))
@@ -105,10 +109,7 @@ def test_geometry_matches_brute_force(d, seed):
 
 @given(dims, seeds)
 def test_incremental_subgradient_equals_recomputed(d, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((12, d))
-    cs = _random_set(12, 25, rng)
-    g = QuadrupletGeometry(X, cs)
+    X, cs, g, rng = _random_geometry(d, seed, 25)
     coef = rng.random(len(cs))
     h = HingeLoss(g, coef)
     for step in range(6):
