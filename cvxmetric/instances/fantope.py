@@ -4,7 +4,7 @@ Points are :math:`U[0, 1)^d`, quadruplets are labelled by a rank-e target metric
 are reversed (label noise, so the optimum is clearly positive, DESIGN §6). The model penalises
 the ``k = d - e`` smallest eigenvalues. ``extra["W"]`` is a fixed Fantope point (the projector
 W(B) of a seeded random PSD B) at which the convex bound is verified; ``extra["T"]`` is the target.
-Sizes keep every cvxpy solve well under a second (d <= 16, <= 600 constraints).
+Default sizes keep every cvxpy solve well under a second (d <= 10, 300 constraints).
 """
 from __future__ import annotations
 
@@ -33,8 +33,14 @@ def _syn_d8() -> Instance:
     return synthetic_fantope(8, 2, 100, 300, seed=80, mu=2.0, gamma=0.1, name="syn-d8-e2")
 
 
-@register("fantope", "syn-d16-e4")
+@register("fantope", "syn-d10-e3")
+def _syn_d10() -> Instance:
+    return synthetic_fantope(10, 3, 150, 300, seed=100, mu=1.0, gamma=0.1, C_Q=0.3, name="syn-d10-e3")
+
+
+@register("fantope", "syn-d16-e4", default=False)
 def _syn_d16() -> Instance:
+    """Larger (~10-20 s of fast solves per row); the subgradient engine needs ~2e4 iterations."""
     return synthetic_fantope(16, 4, 300, 600, seed=160, mu=2.0, gamma=0.0, name="syn-d16-e4")
 
 
