@@ -29,6 +29,10 @@ __all__ = ["fantope_mm", "MM_TOL", "MM_MAX_OUTER"]
 MM_TOL = 1e-5
 #: Outer iteration limit.
 MM_MAX_OUTER = 50
+#: The outer loop has reached a fixed point when the bound point moves by less than this
+#: (Frobenius; ||W||_F = sqrt(k)): the next surrogate is then the same problem, and re-solving
+#: it only continues the inner solver's own (already converged) run.
+W_TOL = 1e-3
 
 
 def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX_OUTER,
@@ -47,7 +51,8 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     max_outer : int
         Outer iteration limit (a ``ConvergenceWarning`` when it stops the method).
     tol : float
-        Stop when :math:`\varphi(M^{n-1}) - \varphi(M^n) \le` ``tol`` :math:`\max(1, |\varphi|)`.
+        Stop when :math:`\varphi(M^{n-1}) - \varphi(M^n) \le` ``tol`` :math:`\max(1, |\varphi|)`, or when
+        :math:`\|W(M^n) - W^{n-1}\|_F \le` ``W_TOL`` (an outer fixed point), after at least 2 steps.
     inner_options : dict, optional
         Options of :func:`solvers.subgradient.projected_subgradient` for every inner solve.
 
@@ -85,8 +90,9 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
         inner_iters.append(res.n_iter)
         inner_ok.append(res.converged)
         phi.append(model.value(M))
-        W = fantope_projector(M, model.k)
-        if len(phi) >= 2 and phi[-2] - phi[-1] <= tol * max(1.0, abs(phi[-1])):
+        W_prev, W = W, fantope_projector(M, model.k)
+        if len(phi) >= 2 and (phi[-2] - phi[-1] <= tol * max(1.0, abs(phi[-1]))
+                              or np.linalg.norm(W - W_prev) <= W_TOL):
             converged = True
             break
     if not converged:
