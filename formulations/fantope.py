@@ -104,6 +104,14 @@ def build_fantope_lmo(M, k: int) -> Formulation:
                        point_name="A", evaluate=evaluate, info={"M": M, "k": k})
 
 
+def _matrix_pair(M, k, B, b_name: str, t, t_name: str):
+    """Validated (M, k, B, t, R(M)) for the two-matrix theorem problems."""
+    M = as_square_symmetric(M, "M")
+    k = check_k(k, M.shape[0])
+    B = as_square_symmetric(B, b_name, d=M.shape[0])
+    return M, k, B, check_positive(t, t_name), sum_smallest_eigenvalues(M, k)
+
+
 def build_lmo_face_spread(M, k: int, W, eps: float) -> Formulation:
     r"""Largest distance from ``W`` over the :math:`\varepsilon`-optimal face of the LMO.
 
@@ -117,12 +125,8 @@ def build_lmo_face_spread(M, k: int, W, eps: float) -> Formulation:
     :math:`\varepsilon / g` (the LMO solution is unique); with a zero eigengap it is bounded
     away from 0 (the superdifferential is not a singleton).
     """
-    M = as_square_symmetric(M, "M")
+    M, k, W, eps, R = _matrix_pair(M, k, W, "W", eps, "eps")
     d = M.shape[0]
-    k = check_k(k, d)
-    W = as_square_symmetric(W, "W", d=d)
-    eps = check_positive(eps, "eps")
-    R = sum_smallest_eigenvalues(M, k)
     A = cp.Variable((d, d), symmetric=True, name="A")
     cons = _lmo_set(A, k)
     cons["face"] = cp.trace(M @ A) <= R + eps
@@ -145,12 +149,8 @@ def build_supergradient_gap(M, F, k: int, tau: float) -> Formulation:
     :math:`\langle F, X\rangle \ge R(X)` with equality at :math:`X = 0`, so the value is exactly
     :math:`R(M) - \langle F, M\rangle`: 0 on the LMO's argmin, negative off it.
     """
-    M = as_square_symmetric(M, "M")
+    M, k, F, tau, RM = _matrix_pair(M, k, F, "F", tau, "tau")
     d = M.shape[0]
-    k = check_k(k, d)
-    F = as_square_symmetric(F, "F", d=d)
-    tau = check_positive(tau, "tau")
-    RM = sum_smallest_eigenvalues(M, k)
     X = cp.Variable((d, d), symmetric=True, name="X")
     cons = {"psd": X >> 0, "trace": cp.trace(X) <= tau}
     objective = RM + cp.trace(F @ (X - M)) - cp.lambda_sum_smallest(X, k)
