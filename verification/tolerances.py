@@ -19,6 +19,12 @@ KKT_TRUTH_TOL = 1e-5
 #: Relative optimality gap (f_fast - p*) / max(1, |p*|) of first-order (subgradient) solvers.
 GAP_FIRST_ORDER = 1e-3
 
+#: Certified relative gap (f(M) - lower bound) / max(1, |f(M)|) of the PDHG solver, where its dual
+#: certificate exists (q > 0, or q = 0 with R positive definite). The certificate lags the true gap
+#: (it repairs the dual feasibility of an approximate multiplier), so it is held to the same
+#: first-order threshold as the gap itself.
+CERTIFIED_GAP_PDHG = 1e-3
+
 #: Relative optimality gap of Newton-type solvers on smooth problems.
 GAP_NEWTON = 1e-6
 

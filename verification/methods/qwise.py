@@ -1,4 +1,4 @@
-"""Qwise in the harness: the full-matrix model (subgradient engine) and the vector model (Newton)."""
+"""Qwise in the harness: the full-matrix model (subgradient engine and PDHG) and the vector model (Newton)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,8 @@ from solvers.qwise import solve_qwise, solve_qwise_vector
 
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
 from ..registry import FastSolver, MethodSpec
-from ..tolerances import GAP_FIRST_ORDER, GAP_NEWTON, KKT_FAST_FIRST_ORDER, KKT_FAST_NEWTON
+from ..tolerances import (CERTIFIED_GAP_PDHG, GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, GAP_NEWTON, KKT_FAST_FIRST_ORDER,
+                          KKT_FAST_NEWTON)
 
 
 def _build(inst):
@@ -24,7 +25,22 @@ def _fast(inst):
                            lambda i: solve_qwise_vector(i.X, i.constraints, **i.params),
                            GAP_NEWTON, KKT_FAST_NEWTON)]
     return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
+                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
+            FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
+
+
+def _extra_checks(form, inst, res, refs):
+    """PDHG's certified gap, where its certificate exists (not for every model, see solvers.pdhg)."""
+    if res.solver != "qwise-pdhg" or res.info.get("lower_bound") is None:
+        return {}
+    lb = res.info["lower_bound"]
+    checks = {"certified_gap": (res.info["certified_gap"], CERTIFIED_GAP_PDHG)}
+    clar = refs.get("CLARABEL")
+    if clar is not None and clar.ok:
+        # a certificate above p* is a wrong certificate
+        checks["certificate_below_p_star"] = ((lb - clar.value) / max(1.0, abs(clar.value)), GAP_NEGATIVE_SLACK)
+    return checks
 
 
 def _kkt_truth(form, sol):
@@ -52,4 +68,5 @@ SPEC = MethodSpec(
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     project_point=_project,
+    extra_checks=_extra_checks,
 )
