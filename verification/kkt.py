@@ -30,7 +30,7 @@ from cvxmetric.vector_model import VectorModel
 
 from .tolerances import NULLSPACE_RTOL, TIGHT_RTOL
 
-__all__ = ["hinge_kkt_truth", "hinge_kkt_fast", "vector_kkt", "vector_kkt_truth"]
+__all__ = ["hinge_kkt_truth", "hinge_kkt_fast", "vector_kkt", "vector_kkt_truth", "certificate_checks"]
 
 
 def _rel(num: float, *scales: float) -> float:
@@ -147,3 +147,22 @@ def vector_kkt_truth(form, sol) -> dict[str, float]:
     else:
         out["stationarity"] = _rel(float(np.max(np.abs(g))), scale)
     return out
+
+
+def certificate_checks(form, inst, res, refs) -> dict:
+    """Checks of a fast solver's certified lower bound (``res.info["lower_bound"]``), where it has one.
+
+    ``certified_gap`` (the solver's own (f - bound) / max(1, |f|)) must be small, and the bound must
+    not exceed Clarabel's p* (a bound above the optimum is a wrong certificate). A MethodSpec's
+    ``extra_checks``.
+    """
+    from .tolerances import CERTIFIED_GAP_PDHG, GAP_NEGATIVE_SLACK
+
+    lb = res.info.get("lower_bound")
+    if lb is None:
+        return {}
+    checks = {"certified_gap": (res.info["certified_gap"], CERTIFIED_GAP_PDHG)}
+    clar = refs.get("CLARABEL")
+    if clar is not None and clar.ok:
+        checks["certificate_below_p_star"] = ((lb - clar.value) / max(1.0, abs(clar.value)), GAP_NEGATIVE_SLACK)
+    return checks

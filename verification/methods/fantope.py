@@ -1,8 +1,8 @@
 r"""Fantope regularization in the harness (DESIGN §5.5, §6).
 
 Fast-solver rows: the convex bound :math:`\hat\varphi(\cdot; W)` at the instance's fixed Fantope point
-``extra["W"]`` — the projected subgradient engine vs cvxpy (Clarabel, SCS), gap and KKT as for
-Qwise (the bound *is* a hinge model).
+``extra["W"]`` — the projected subgradient engine and restarted PDHG vs cvxpy (Clarabel, SCS),
+gap, KKT and (PDHG) certified gap as for Qwise (the bound *is* a hinge model).
 
 Method-level rows (``extra_rows``), one per theorem check, with the stable keys filled with
 ``null`` where a number does not apply and the numbers in ``checks``:
@@ -29,12 +29,13 @@ from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.fantope import fantope_model
 from cvxmetric.linalg import random_psd
 from formulations.fantope import build_fantope_bound
+from solvers.pdhg import pdhg
 from solvers.subgradient import projected_subgradient
 
 from .. import tolerances as tol
 from ..fantope_checks import lmo_checks, mm_checks, supergradient_checks, uniqueness_checks, zero_gap_checks
 from ..harness import Check
-from ..kkt import hinge_kkt_fast, hinge_kkt_truth
+from ..kkt import certificate_checks, hinge_kkt_fast, hinge_kkt_truth
 from ..registry import FastSolver, MethodSpec
 
 
@@ -48,9 +49,10 @@ def _build(inst):
 
 
 def _fast(inst):
-    def run(i):
-        return projected_subgradient(model_of(i).bound(i.extra["W"]), solver_name="fantope-bound-subgradient")
-    return [FastSolver("fantope-bound-subgradient", run, tol.GAP_FIRST_ORDER, tol.KKT_FAST_FIRST_ORDER)]
+    def run(solver, name):
+        return lambda i: solver(model_of(i).bound(i.extra["W"]), solver_name=name)
+    return [FastSolver(name, run(solver, name), tol.GAP_FIRST_ORDER, tol.KKT_FAST_FIRST_ORDER)
+            for solver, name in ((projected_subgradient, "fantope-bound-subgradient"), (pdhg, "fantope-bound-pdhg"))]
 
 
 def _kkt_fast(form, point):
@@ -196,5 +198,6 @@ SPEC = MethodSpec(
     fast_solvers=_fast,
     kkt_truth=hinge_kkt_truth,
     kkt_fast=_kkt_fast,
+    extra_checks=certificate_checks,
     extra_rows=_extra_rows,
 )

@@ -7,7 +7,7 @@ from cvxmetric.linalg import project_psd
 from formulations.qwise import build_qwise, build_qwise_vector
 from solvers.qwise import solve_qwise, solve_qwise_vector
 
-from ..kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
+from ..kkt import certificate_checks, hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
 from ..registry import FastSolver, MethodSpec
 from ..tolerances import (CERTIFIED_GAP_PDHG, GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, GAP_NEWTON, KKT_FAST_FIRST_ORDER,
                           KKT_FAST_NEWTON)
@@ -28,19 +28,6 @@ def _fast(inst):
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
             FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
-
-
-def _extra_checks(form, inst, res, refs):
-    """PDHG's certified gap, where its certificate exists (not for every model, see solvers.pdhg)."""
-    if res.solver != "qwise-pdhg" or res.info.get("lower_bound") is None:
-        return {}
-    lb = res.info["lower_bound"]
-    checks = {"certified_gap": (res.info["certified_gap"], CERTIFIED_GAP_PDHG)}
-    clar = refs.get("CLARABEL")
-    if clar is not None and clar.ok:
-        # a certificate above p* is a wrong certificate
-        checks["certificate_below_p_star"] = ((lb - clar.value) / max(1.0, abs(clar.value)), GAP_NEGATIVE_SLACK)
-    return checks
 
 
 def _kkt_truth(form, sol):
@@ -68,5 +55,5 @@ SPEC = MethodSpec(
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     project_point=_project,
-    extra_checks=_extra_checks,
+    extra_checks=certificate_checks,
 )
