@@ -181,8 +181,9 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
             break  # no improving column at u itself: the LP is optimal for the SDP up to round-off
         cols = np.column_stack([cols, v])
         H = np.column_stack([H, h])
+    cols_lp = cols[:, :w.size]  # a column priced after the last LP is not in w
     keep = w > 0
-    Xm = (cols[:, keep] * w[keep]) @ cols[:, keep].T
+    Xm = (cols_lp[:, keep] * w[keep]) @ cols_lp[:, keep].T
     Xm = 0.5 * (Xm + Xm.T)
     Xm = Xm / np.trace(Xm)
     p_x = hinge_value(geom.margins(Xm), nu)

@@ -193,6 +193,9 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
                                    lbfgs_maxiter: int = 15000) -> SolverResult:
     r"""Totally-corrective BoostMetric (algorithm 4): every weight re-optimised by L-BFGS-B.
 
+    Stops when :math:`\lambda_{\max}(\hat A(u)) \le \nu + \text{tol}\max(1, \nu)` and the complementarity
+    term :math:`\langle \nabla f, X\rangle = \sum_j w_j(\nu - H_{:j}^\top u)` is at most :math:`\text{tol}\max(1, |f|)`
+    (an iteration restarts L-BFGS-B without a new column when only the latter fails).
     Parameters as in :func:`boostmetric_stagewise`, and
 
     n_columns : int
@@ -229,8 +232,19 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
         u = model.weights(rho)
         lam, V, resid = geom.top_eigenpair(u, method=eig, k=min(n_columns, model.d))
         if lam[0] <= nu + tol * max(1.0, nu):
-            converged = True
-            break
+            # complementarity <grad f, X> = sum_j w_j (nu - H_j'u): L-BFGS-B may stop early on an
+            # ill-conditioned restricted problem; restart it (no new column) until it is small
+            comp = float(w @ (nu - H.T @ u)) if w.size else 0.0
+            fval = model.value_from_margins(rho, w.sum())
+            if abs(comp) <= tol * max(1.0, abs(fval)):
+                converged = True
+                break
+            res = minimize(fun, w, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * w.size,
+                           options={"gtol": lbfgs_gtol, "ftol": lbfgs_ftol, "maxiter": lbfgs_maxiter, "maxcor": 30})
+            w = np.maximum(res.x, 0.0)
+            rho = H @ w
+            history.append(model.value_from_margins(rho, w.sum()))
+            continue
         new = V[:, lam > nu]
         hn = geom.columns(new)
         w_first = line_search_weight(loss, rho, hn[:, 0], nu)  # raises when the problem is unbounded
