@@ -185,7 +185,7 @@ def test_totally_corrective_matches_cvxpy(dataset, loss, nu, seed):
     form = build_boostmetric(inst.X, inst.constraints, **inst.params)
     ref = form.solve("CLARABEL")
     assert ref.ok, ref.status
-    res = boostmetric_totally_corrective(inst.X, inst.constraints, **inst.params, n_columns=3)
+    res = boostmetric_totally_corrective(inst.X, inst.constraints, **inst.params, n_columns=3, tol=1e-6)
     assert res.converged
     assert abs(res.objective - ref.value) / max(1.0, abs(ref.value)) <= 1e-4
     assert form.value_at(res.M) == pytest.approx(res.objective, rel=1e-9)
