@@ -17,6 +17,7 @@ __all__ = [
     "quadruplets_from_metric",
     "relative_attribute_quadruplets",
     "sample_quadruplet_indices",
+    "triplets_from_labels",
 ]
 
 
@@ -228,3 +229,57 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
             if len(rows) < m:
                 rows.append((j, i, k, l))
     return ConstraintSet.from_quadruplets(np.array(rows[:m], dtype=np.int64).reshape(-1, 4), delta=delta)
+
+
+def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> ConstraintSet:
+    r"""Local triplets from labels, as in BoostMetric's experiments (Shen et al. 2012, sec. 4.2).
+
+    For every point :math:`x_i`: its ``k_target`` nearest same-class neighbours (targets
+    :math:`j`) and its ``k_impostor`` nearest other-class neighbours (impostors :math:`k`), both
+    Euclidean in ``X``; every pair gives the triplet :math:`(i, j, k)` ("i closer to j than to
+    k"), so a point yields up to ``k_target * k_impostor`` triplets (the paper's k = 3: 9).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Data (pass transformed data ``X @ L.T`` to generate triplets in a learned metric, as
+        multi-pass BoostMetric does).
+    y : array_like, shape (n,)
+        Class labels (at least two classes).
+    k_target, k_impostor : int
+        Neighbour counts (>= 1).
+
+    Returns
+    -------
+    ConstraintSet
+        Triplets (weight 1, delta 1), ordered by anchor, then target, then impostor.
+
+    Notes
+    -----
+    Points at zero distance from :math:`x_i` (duplicates) are never used as targets or impostors:
+    they would give zero-length difference vectors. A class with fewer points than
+    ``k_target + 1`` simply yields fewer targets. Ties are broken by index (deterministic).
+    """
+    X = as_data_matrix(X)
+    y = as_labels(y, X.shape[0])
+    k_target = check_int_in_range(k_target, "k_target", 1, X.shape[0])
+    k_impostor = check_int_in_range(k_impostor, "k_impostor", 1, X.shape[0])
+    if np.unique(y).size < 2:
+        raise ValueError("y has a single class; triplets need impostors from another class")
+    sq = np.einsum("ij,ij->i", X, X)
+    D = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
+    scale = max(1.0, float(np.max(sq)))
+    rows = []
+    for i in range(X.shape[0]):
+        far = D[i] > 1e-12 * scale
+        same = np.flatnonzero((y == y[i]) & far)
+        other = np.flatnonzero((y != y[i]) & far)
+        if same.size == 0 or other.size == 0:
+            continue
+        tj = same[np.argsort(D[i, same], kind="stable")[:k_target]]
+        tk = other[np.argsort(D[i, other], kind="stable")[:k_impostor]]
+        jj, kk = np.meshgrid(tj, tk, indexing="ij")
+        rows.append(np.column_stack([np.full(jj.size, i), jj.ravel(), kk.ravel()]))
+    if not rows:
+        raise ValueError("no triplet could be formed (every class has a single distinct point)")
+    return ConstraintSet.from_triplets(np.concatenate(rows))

@@ -133,6 +133,53 @@ class QuadrupletGeometry:
             G -= (Vk * coef[kv, None]).T @ Vk
         return 0.5 * (G + G.T)
 
+    def values_rank_one(self, V: np.ndarray) -> np.ndarray:
+        r""":math:`\langle v_j v_j^\top, C_{ij} - C_{kl}\rangle` for every constraint and column ``v_j``.
+
+        Parameters
+        ----------
+        V : ndarray, shape (d, J)
+            Columns :math:`v_j`.
+
+        Returns
+        -------
+        ndarray, shape (m, J)
+            Entry (q, j) is :math:`(u_q^\top v_j)^2 - (w_q^\top v_j)^2` (cost :math:`O(m d J)`).
+        """
+        V = np.asarray(V, dtype=np.float64)
+        if V.ndim != 2 or V.shape[0] != self.d:
+            raise ValueError(f"V must have shape ({self.d}, J); got {V.shape}")
+        out = np.zeros((self.m, V.shape[1]))
+        if self.u_rows.size:
+            out[self.u_rows] += (self.U @ V) ** 2
+        if self.v_rows.size:
+            out[self.v_rows] -= (self.V @ V) ** 2
+        return out
+
+    def apply(self, coef: np.ndarray, v: np.ndarray) -> np.ndarray:
+        r"""Matrix-free product :math:`\big(\sum_q c_q (C_{ij} - C_{kl})\big) v` (no d x d matrix).
+
+        Parameters
+        ----------
+        coef : ndarray, shape (m,)
+        v : ndarray, shape (d,) or (d, k)
+
+        Notes
+        -----
+        :math:`U^\top (c \circ U v) - V^\top (c \circ V v)`: cost :math:`O(m d k)`, the operator a
+        Lanczos eigensolver needs for large d.
+        """
+        coef = np.asarray(coef, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        out = np.zeros(v.shape)
+        cu = coef[self.u_rows].reshape((-1,) + (1,) * (v.ndim - 1))
+        cv = coef[self.v_rows].reshape((-1,) + (1,) * (v.ndim - 1))
+        if self.u_rows.size:
+            out += self.U.T @ (cu * (self.U @ v))
+        if self.v_rows.size:
+            out -= self.V.T @ (cv * (self.V @ v))
+        return out
+
     def svec_matrix(self) -> np.ndarray:
         r"""Rows :math:`a_q` with :math:`\langle M, A_q\rangle = a_q \cdot \mathrm{svec}(M)`, shape (m, d(d+1)/2)."""
         from .linalg import svec_outer
