@@ -33,6 +33,20 @@ checked constraints:
 
 The best point seen (by its full objective) is returned, as subgradient methods are not
 descent methods.
+
+Implicit constraint sets
+------------------------
+When the full constraint set is too large to materialise (LMNN's impostor triplets on digits:
+millions), pass ``oracle``: ``oracle(M, lam, V) -> (constraints, coef)`` or ``None`` must
+return *every* constraint of the implicit set that is violated at ``M`` (margin > 0) and is not
+yet among the model's rows (it may return ``None`` or an empty set when there is none). The
+model then starts from the constraints given (possibly none) and grows: the oracle is called
+at the start, at every full re-check (every ``recheck_every`` iterations), and before any point
+is scored as a candidate for the best point, so every objective compared is the full
+objective. Between calls every model row is re-checked (the model rows *are* the working
+set). At the end the oracle is called once more at the returned point; ``info["certified"]``
+is True when it found nothing, i.e. the returned objective is the objective over the whole
+implicit set.
 """
 from __future__ import annotations
 
@@ -69,6 +83,7 @@ AUTO_ACTIVE_SET_MIN = 5000
 STALLED_EPOCHS = 2
 
 ExtraTerm = Callable[[np.ndarray, np.ndarray, np.ndarray], "tuple[float, np.ndarray]"]
+ConstraintOracle = Callable[[np.ndarray, np.ndarray, np.ndarray], "tuple[object, np.ndarray] | None"]
 
 
 def _initial_scale(model: HingeModel) -> float:
@@ -85,6 +100,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
                           step_scale: float = STEP_SCALE, first_epoch: int = FIRST_EPOCH,
                           active_set="auto", recheck_every: int = RECHECK_EVERY,
                           solver_name: str = "projected-subgradient",
+                          oracle: Optional[ConstraintOracle] = None,
                           callback: Optional[Callable[[int, np.ndarray, float], None]] = None) -> SolverResult:
     r"""Minimise a hinge model (plus an optional extra term) over the PSD cone.
 
@@ -110,7 +126,11 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         Use the LMNN-style working set (``"auto"``: when there are at least
         ``AUTO_ACTIVE_SET_MIN`` constraints).
     recheck_every : int
-        Full re-check period of the working set.
+        Full re-check period of the working set (and of the oracle's search).
+    oracle : callable, optional
+        ``oracle(M, lam, V) -> (ConstraintSet, coef) | None``: the violated constraints of an
+        implicit constraint set missing from the model (see "Implicit constraint sets" in the
+        module docstring); ``lam, V = eigh(M)`` ascending, so a factor of M is free.
     callback : callable, optional
         ``callback(iteration, M, objective)`` after every iteration.
 
@@ -119,7 +139,8 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     SolverResult
         ``M`` is the best point found; ``objective`` its full objective;
         ``history`` the objective at each iterate (over the working set between full checks);
-        ``info`` holds ``epochs``, ``full_checks``, ``working_set_size``, ``step0``.
+        ``info`` holds ``epochs``, ``full_checks``, ``working_set_size``, ``step0``; with an
+        ``oracle`` also ``model`` (the grown model), ``oracle_calls`` and ``certified``.
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
@@ -131,6 +152,10 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     if active_set not in (True, False, "auto"):
         raise ValueError(f"active_set must be True, False or 'auto'; got {active_set!r}")
     use_ws = active_set is True or (active_set == "auto" and model.m >= AUTO_ACTIVE_SET_MIN)
+    if oracle is not None:
+        if not callable(oracle):
+            raise TypeError(f"oracle must be callable; got {type(oracle).__name__}")
+        use_ws = False  # the model rows are the working set; the oracle is the full check
 
     t_start = time.perf_counter()
     d = model.d
@@ -148,6 +173,26 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         return float(val), grad
 
     hinge = model.hinge()
+    oracle_calls = 0
+
+    def grow(M, lam, V) -> bool:
+        """Append the oracle's new violated constraints at M; True when it found some."""
+        nonlocal model, hinge, oracle_calls
+        if oracle is None:
+            return False
+        oracle_calls += 1
+        found = oracle(M, lam, V)
+        if found is None or len(found[0]) == 0:
+            return False
+        model = model.extended(*found)
+        hinge = hinge.extended(model.geometry, model.coef)
+        return True
+
+    def full_value(M, lam, V) -> float:
+        grow(M, lam, V)
+        return model.value(M) + extra_at(M, lam, V)[0]
+
+    grow(M, lam, V)
     loss, marg = hinge.update(M)
     ext_val, _ = extra_at(M, lam, V)
     best_f = model.regularizer(M) + loss + ext_val
@@ -178,6 +223,9 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             g = model.regularizer_grad(M) + hinge.G + ext_grad
             gnorm = float(np.linalg.norm(g))
             if gnorm == 0.0:
+                if oracle is not None and grow(M, lam, V):
+                    hinge.update(M)
+                    continue
                 # 0 is a subgradient on the checked rows: optimal if they are all the rows.
                 if not use_ws or np.all(working):
                     zero_subgradient = True
@@ -185,8 +233,13 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             M, lam, V = project_psd(M - (step0 / np.sqrt(t)) * (g / gnorm), return_eig=True)
             lam = np.maximum(lam, 0.0)
             n_iter += 1
-            full = (not use_ws) or (n_iter % recheck_every == 0)
-            if full:
+            full = (not use_ws and oracle is None) or (n_iter % recheck_every == 0)
+            if oracle is not None:
+                if full:
+                    grow(M, lam, V)
+                    full_checks += 1
+                loss, marg = hinge.update(M)
+            elif full:
                 loss, marg = hinge.update(M)
                 full_checks += 1
                 if use_ws:
@@ -202,7 +255,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             history.append(f)
             if full:
                 if cand is not None:
-                    cf = model.value(cand[0]) + extra_at(*cand)[0]
+                    cf = full_value(*cand)
                     if cf < best_f:
                         best_f, best = cf, cand
                     cand_f, cand = np.inf, None
@@ -213,7 +266,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             if callback is not None:
                 callback(n_iter, M, f)
         if cand is not None:
-            cf = model.value(cand[0]) + extra_at(*cand)[0]
+            cf = full_value(*cand)
             if cf < best_f:
                 best_f, best = cf, cand
         if zero_subgradient:
@@ -226,6 +279,9 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         epoch_len *= 2
 
     M_best, lam_b, V_b = best
+    certified = not grow(M_best, lam_b, V_b) if oracle is not None else None
+    if certified is False:  # cannot happen with a correct oracle: every scored point was grown
+        converged = False
     objective = model.value(M_best) + extra_at(M_best, lam_b, V_b)[0]
     elapsed = time.perf_counter() - t_start
     if not converged:
@@ -233,5 +289,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     return SolverResult(solver=solver_name, M=M_best, w=None, objective=float(objective), n_iter=n_iter,
                         converged=converged, history=np.asarray(history), time=elapsed,
                         info={"epochs": epochs, "full_checks": full_checks, "active_set": use_ws,
-                              "working_set_size": int(working.sum()), "step0": step0,
-                              "zero_subgradient": zero_subgradient})
+                              "working_set_size": int(model.m if oracle is not None else working.sum()),
+                              "step0": step0, "zero_subgradient": zero_subgradient,
+                              **({"model": model, "oracle_calls": oracle_calls, "certified": certified}
+                                 if oracle is not None else {})})
