@@ -149,6 +149,8 @@ class QuadrupletGeometry:
         if rows is None:
             rows = np.arange(self.m)
         rows = np.asarray(rows, dtype=np.int64)
+        if rows.size > self.X.shape[0]:
+            return self._weighted_sum_laplacian(coef, rows)
         G = np.zeros((self.d, self.d))
         pu = self._u_pos[rows]
         ku = pu >= 0
@@ -160,6 +162,24 @@ class QuadrupletGeometry:
         if np.any(kv):
             Vk = self.V[pv[kv]]
             G -= (Vk * coef[kv, None]).T @ Vk
+        return 0.5 * (G + G.T)
+
+    def _weighted_sum_laplacian(self, coef: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        r"""The same sum as :math:`X^\top \mathcal{L} X` with the weighted graph Laplacian
+        :math:`\mathcal{L} = \sum \pm c_q (e_a - e_b)(e_a - e_b)^\top` of the pairs: :math:`O(n d^2 + m d)`
+        instead of :math:`O(m d^2)` when there are more constraints than points."""
+        from scipy import sparse
+
+        idx = self.constraints.idx[rows]
+        a = np.concatenate([idx[:, 0], idx[:, 2]])
+        b = np.concatenate([idx[:, 1], idx[:, 3]])
+        w = np.concatenate([coef, -coef])
+        n = self.X.shape[0]
+        # (e_a - e_b)(e_a - e_b)^T = E_aa + E_bb - E_ab - E_ba; degenerate pairs (a == b) cancel
+        lap = sparse.coo_matrix((np.concatenate([w, w, -w, -w]),
+                                 (np.concatenate([a, b, a, b]), np.concatenate([a, b, b, a]))),
+                                shape=(n, n)).tocsr()
+        G = self.X.T @ (lap @ self.X)
         return 0.5 * (G + G.T)
 
     def svec_matrix(self) -> np.ndarray:
@@ -220,8 +240,6 @@ class HingeLoss:
         if geometry.m < self.m:
             raise ValueError("the new geometry must extend this loss's rows, not drop any")
         out = HingeLoss(geometry, coef)
-        if not np.array_equal(out.delta[:self.m], self.delta):
-            raise ValueError("the new geometry does not start with this loss's constraints")
         out.active[:self.m] = self.active
         out.G = self.G.copy()
         return out

@@ -76,7 +76,8 @@ PROJECTION_MAX_STEPS = 200
 
 
 def project_psd_halfspace(Y: np.ndarray, C: np.ndarray, b: float = 1.0, *, return_tau: bool = False):
-    r"""Exact Euclidean projection onto :math:`K = \{M \succeq 0,\ \langle M, Cangle \le b\}` (C PSD, b > 0).
+    r"""Exact Euclidean projection onto :math:`K = \{M \succeq 0,\ \langle M, C
+angle \le b\}` (C PSD, b > 0).
 
     Parameters
     ----------
@@ -92,7 +93,8 @@ def project_psd_halfspace(Y: np.ndarray, C: np.ndarray, b: float = 1.0, *, retur
     Returns
     -------
     P : ndarray, shape (d, d)
-        The projection (PSD, :math:`\langle P, Cangle \le b`).
+        The projection (PSD, :math:`\langle P, C
+angle \le b`).
     tau : float
         Only with ``return_tau``.
 
@@ -100,11 +102,14 @@ def project_psd_halfspace(Y: np.ndarray, C: np.ndarray, b: float = 1.0, *, retur
     -----
     The KKT conditions of :math:`\min_{M \in K} 	frac12\|M - Y\|_F^2` give
     :math:`P = \Pi_{\mathbb{S}_+}(Y - 	au C)` with :math:`	au \ge 0` and
-    :math:`	au(\langle P, Cangle - b) = 0`. :math:`h(	au) = \langle \Pi_{\mathbb{S}_+}(Y - 	au C), Cangle`
+    :math:`	au(\langle P, C
+angle - b) = 0`. :math:`h(	au) = \langle \Pi_{\mathbb{S}_+}(Y - 	au C), C
+angle`
     is continuous and non-increasing (C PSD) with :math:`h(	au) 	o 0 < b`, so :math:`	au = 0`
     when :math:`h(0) \le b` and otherwise :math:`	au` is the root of :math:`h(	au) = b`, found by a
     bracket (doubling) and safeguarded regula falsi (Illinois variant, falling back to
-    bisection). The returned point is the bracket's feasible end: :math:`\langle P, Cangle \in
+    bisection). The returned point is the bracket's feasible end: :math:`\langle P, C
+angle \in
     [b(1 - 	ext{PROJECTION\_RTOL}), b]`. One ``eigh`` per step: the exact projection costs
     ~10-30 eigendecompositions, and beats alternating projections, which only converge in the
     limit.
@@ -123,9 +128,7 @@ def project_psd_halfspace(Y: np.ndarray, C: np.ndarray, b: float = 1.0, *, retur
     P0, h0 = h(0.0)
     if h0 <= b:
         return (P0, 0.0) if return_tau else P0
-    cnorm2 = float(np.vdot(C, C))
-    if cnorm2 <= 0:
-        raise ValueError("C is zero: <M, C> <= b holds for every M, so nothing bounds the projection")
+    cnorm2 = float(np.vdot(C, C))  # > 0: h(0) > b > 0 needs C != 0
     lo, f_lo = 0.0, h0 - b
     hi = (h0 - b) / cnorm2
     P_hi, h_hi = h(hi)

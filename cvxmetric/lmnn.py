@@ -232,34 +232,27 @@ class ImpostorSearch:
 
 
 def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MAX_WORKING_TRIPLETS):
-    r"""A constraint oracle for :func:`solvers.subgradient.projected_subgradient`.
+    r"""The constraint oracle of :func:`solvers.subgradient.projected_subgradient` for LMNN.
 
-    Returns ``oracle(M, lam, V) -> (ConstraintSet, coef) | None`` listing the LMNN triplets
-    violated at ``M`` that it has not returned before (weight and coefficient ``mu``, margin
-    ``search.margin``). The factor comes from the eigendecomposition the engine already did:
-    :math:`L = \mathrm{diag}(\sqrt{\lambda_+}) V^\top`. Each oracle remembers what it returned,
-    so use one per solve. Raises ``RuntimeError`` when the working set would exceed
-    ``max_triplets``.
+    Returns ``oracle(M, lam, V) -> (ConstraintSet, coef) | None``: every LMNN triplet violated
+    at ``M`` (weight and coefficient ``mu``, margin ``search.margin``), in code order. The factor
+    comes from the eigendecomposition the engine already did:
+    :math:`L = \mathrm{diag}(\sqrt{\lambda_+})\, V^\top`. Raises ``RuntimeError`` when more than
+    ``max_triplets`` triplets are violated (the metric collapsed; see ``MAX_WORKING_TRIPLETS``).
     """
-    known = np.zeros(0, dtype=np.int64)
-
     def oracle(M, lam, V):
-        nonlocal known
         pos = lam > 0
         L = (V[:, pos] * np.sqrt(lam[pos])).T
         codes = search.violated_codes(L)
-        new = codes[~np.isin(codes, known, assume_unique=True)] if known.size else codes
-        if new.size == 0:
+        if codes.size == 0:
             return None
-        if known.size + new.size > max_triplets:
+        if codes.size > max_triplets:
             raise RuntimeError(
-                f"the LMNN working set would hold {known.size + new.size} triplets (> max_triplets = "
-                f"{max_triplets}): the metric violates too many triplets; start from a larger M0 "
-                "(e.g. the identity), or raise max_triplets if memory allows"
+                f"{codes.size} LMNN triplets are violated at the current metric (> max_triplets = "
+                f"{max_triplets}): the metric collapsed; start from a larger M0 (e.g. the identity), "
+                "take smaller steps, or raise max_triplets if memory allows"
             )
-        known = np.union1d(known, new)
-        trip = search.decode(new)
-        return ConstraintSet.from_triplets(trip, delta=search.margin, weight=mu), np.full(new.size, mu)
+        return (ConstraintSet.from_triplets(search.decode(codes), delta=search.margin, weight=mu),
+                np.full(codes.size, mu))
 
-    oracle.known_codes = lambda: known.copy()
     return oracle

@@ -36,12 +36,19 @@ def _iris() -> Instance:
     return lmnn_instance("iris-sub", X[idx], y[idx], k=2)
 
 
+#: Wine features kept for the LMNN instance: alcohol, malic acid, alkalinity of ash, magnesium,
+#: nonflavanoid phenols, proanthocyanins, hue. With all 13 features a 30-point subsample is
+#: separable by a wide margin, the optimal face is degenerate and Clarabel stops "AlmostSolved"
+#: (dual residual stalls at 2.5e-7) for every subsample seed tried; these 7 overlap.
+WINE_LMNN_FEATURES = (0, 1, 3, 4, 7, 8, 10)
+
+
 @register("lmnn", "wine-sub")
 def _wine() -> Instance:
-    """Wine (standardized), 10 points per class, k = 2: 1,200 triplets, d = 13."""
+    """Wine (standardized, 7 of 13 features), 10 points per class, k = 2: 1,200 triplets, d = 7."""
     X, y = load_dataset("wine")
     idx = balanced_subsample(y, 10, seed=1)
-    return lmnn_instance("wine-sub", X[idx], y[idx], k=2)
+    return lmnn_instance("wine-sub", X[np.ix_(idx, WINE_LMNN_FEATURES)], y[idx], k=2)
 
 
 @register("lmnn", "syn-blobs")
