@@ -37,16 +37,17 @@ def _blobs(seed=0, n_per=15, d=4):
     return X, np.repeat(np.arange(3), n_per)
 
 
+@pytest.mark.parametrize("whiten", [True, False])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("name", INSTANCES)
-def test_fast_matches_clarabel(name, seed):
+def test_fast_matches_clarabel(name, seed, whiten):
     """From the default start and from a random PD start: gap <= 1e-3, value_at agrees, the
     certificate brackets Clarabel's optimum."""
     inst = get_instance("mmc", name)
     form, sol = _truth(name)
     M0 = None if seed == 0 else random_psd(inst.d, seed=seed) + 0.1 * np.eye(inst.d)
-    res = solve_mmc(inst.X, inst.constraints, M0=M0)
-    assert res.converged
+    res = solve_mmc(inst.X, inst.constraints, M0=M0, whiten=whiten)
+    assert res.converged and res.info["whiten"] is whiten
     f = form.value_at(res.M)
     assert abs(f - res.objective) <= VALUE_AT_RTOL * max(1.0, abs(f))
     gap = (f - sol.value) / max(1.0, abs(sol.value))
@@ -215,3 +216,5 @@ def test_bad_solver_options():
         solve_mmc(X, cons, max_iter=0)
     with pytest.raises(ValueError, match="shape"):
         build_mmc(X, cons).value_at(np.eye(3))
+    with pytest.raises(TypeError, match="whiten"):
+        solve_mmc(X, cons, whiten="yes")

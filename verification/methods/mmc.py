@@ -10,7 +10,8 @@ the Lagrangian is :math:`\langle C_S, M\rangle - \nu (g(M) - 1) - \langle Z, M\r
 * stationarity: :math:`C_S - \nu \nabla g(M) - Z = 0`, :math:`\nabla g = \sum_D \frac{w_p}{2\sqrt{D_M(p)}} C_p`;
 * (by homogeneity, :math:`\langle \nabla g(M), M\rangle = g(M)/2`, these imply :math:`\nu = 2 p^*`).
 
-Fast point: its KKT residual is the certified relative gap of the point (scaled onto the
+Fast solvers: the ascent in whitened coordinates (``mmc-ascent``, the default) and in the
+original ones (``mmc-ascent-raw``). Fast point: its KKT residual is the certified relative gap of the point (scaled onto the
 max-form boundary), :math:`f\,u^2 - 1` (:meth:`cvxmetric.mmc.MMCModel.certificate`).
 Extra checks per fast row: the solver's certified gap, the scale identity on its own numbers
 (:math:`f_{\text{fast}}\,p_{\max}^2 = 1`) and on the ground truth (Clarabel on both forms), and
@@ -97,8 +98,10 @@ SPEC = MethodSpec(
     name="mmc",
     instance_methods=("mmc",),
     build=lambda inst: build_mmc(inst.X, inst.constraints),
-    fast_solvers=lambda inst: [FastSolver("mmc-ascent", lambda i: solve_mmc(i.X, i.constraints),
-                                          GAP_FIRST_ORDER, GAP_FIRST_ORDER)],
+    fast_solvers=lambda inst: [
+        FastSolver("mmc-ascent", lambda i: solve_mmc(i.X, i.constraints), GAP_FIRST_ORDER, GAP_FIRST_ORDER),
+        FastSolver("mmc-ascent-raw", lambda i: solve_mmc(i.X, i.constraints, whiten=False),
+                   GAP_FIRST_ORDER, GAP_FIRST_ORDER)],
     kkt_truth=mmc_kkt_truth,
     kkt_fast=mmc_kkt_fast,
     extra_checks=_extra_checks,
