@@ -18,3 +18,8 @@ RANK_RTOL = 1e-6
 
 #: Squared lengths of difference vectors at or below this count as zero-length pairs.
 ZERO_LENGTH_TOL = 1e-12
+
+#: A matrix is in the Fantope F_k when its eigenvalues are in [-tol, 1 + tol] and its trace is
+#: within tol of k: a projector built as V_k V_k^T from an eigendecomposition is off by ~1e-15,
+#: a Fantope point returned by an interior-point SDP solve (Clarabel at 1e-7) by ~1e-8.
+FANTOPE_TOL = 1e-6

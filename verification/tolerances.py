@@ -19,6 +19,12 @@ KKT_TRUTH_TOL = 1e-5
 #: Relative optimality gap (f_fast - p*) / max(1, |p*|) of first-order (subgradient) solvers.
 GAP_FIRST_ORDER = 1e-3
 
+#: Certified relative gap (f(M) - lower bound) / max(1, |f(M)|) of the PDHG solver, where its dual
+#: certificate exists (q > 0, or q = 0 with R positive definite). The certificate lags the true gap
+#: (it repairs the dual feasibility of an approximate multiplier), so it is held to the same
+#: first-order threshold as the gap itself.
+CERTIFIED_GAP_PDHG = 1e-3
+
 #: Relative optimality gap of Newton-type solvers on smooth problems.
 GAP_NEWTON = 1e-6
 
@@ -44,6 +50,73 @@ KKT_FAST_NEWTON = 1e-6
 TIGHT_RTOL = 1e-2
 NULLSPACE_RTOL = 1e-4
 
+# ----------------------------------------------------------------------------- Fantope theorem
+#: |<W(M), M> - R(M)|, |R(M) - LMO SDP value| and |R(M) - cvxpy.lambda_sum_smallest|, relative to
+#: max(1, ||M||_2): eigh is exact to ~1e-15; the SDPs (Clarabel at 1e-7) to ~1e-8.
+FANTOPE_VALUE_RTOL = 1e-6
+
+#: Supergradient inequality R(M) + <F, X - M> - R(X) >= -tol, relative to max(1, ||M||_2, ||X||_2):
+#: exact arithmetic gives >= 0; eigenvalue round-off is ~1e-14 (random X), Clarabel's adversarial
+#: optimum is accurate to ~1e-7 of the trace bound tau.
+SUPERGRADIENT_TOL = 1e-6
+
+#: A matrix that is *not* in the LMO argmin (the projector onto the k largest eigenvectors)
+#: must have an adversarial value below -FANTOPE_SEPARATION (relative): on the test matrices the
+#: value is R(M) - <F, M> = -(sum of the k largest minus the k smallest eigenvalues), O(1).
+FANTOPE_SEPARATION = 1e-3
+
+#: ||A_LMO - W(M)||_F when the eigengap is positive: Clarabel's interior solution approaches the
+#: unique vertex to ~sqrt(1e-7 / gap); 1e-3 is met with gaps above ~1e-1 (the test matrices').
+LMO_SOLUTION_TOL = 1e-3
+
+#: Width eps of the "epsilon-optimal face" of the LMO, relative to max(1, ||M||_2). With a positive
+#: eigengap g the face's spread is <= eps / g (+ solver accuracy FACE_SPREAD_SLACK); with a zero
+#: eigengap it is >= FACE_SPREAD_MIN (a one-vector swap inside the repeated eigenspace gives 1).
+FACE_EPS = 1e-6
+FACE_SPREAD_SLACK = 1e-5
+FACE_SPREAD_MIN = 0.5
+#: The cvxpy cross-check of a directional derivative minimises <D, A> over an eps-optimal face
+#: (eps = FACE_EPS_DIRECTIONAL * max(1, ||M||_2); Clarabel reports "optimal_inaccurate" on thinner
+#: slivers). That minimum is <= the exact face minimum (up to solver accuracy,
+#: SUPERGRADIENT_TOL) and above it by at most FACE_DIRECTIONAL_C * sqrt(eps) * ||D||: a rotation
+#: by theta off the face costs theta^2 * gap in <M, A> and moves <D, A> by O(theta ||D||); the
+#: zero-gap test matrices have all other gaps >= 1. Measured: 0.3..0.5 * sqrt(eps) at d = 4..16.
+FACE_EPS_DIRECTIONAL = 1e-4
+FACE_DIRECTIONAL_C = 4.0
+
+#: One-sided directional derivative of R by forward differences with step t = FD_STEP * scale:
+#: truncation error ~ t ||D||^2 / (next eigengap) ~ 1e-6, round-off ~ 1e-16 / t; compared with
+#: min over the superdifferential (closed form and cvxpy) to DIRECTIONAL_TOL (relative).
+FD_STEP = 1e-7
+DIRECTIONAL_TOL = 1e-4
+#: A kink: R'(M; D) + R'(M; -D) must be below -KINK_MIN * ||D||_2 at a zero eigengap.
+KINK_MIN = 1e-3
+
+#: MM monotonicity: phi(M^{n+1}) - phi(M^n) <= tol * max(1, |phi|). The reference MM's bounds are
+#: solved by Clarabel to 1e-7; the fast MM is monotone exactly (best point kept, warm start).
+MM_MONOTONE_RTOL = 1e-6
+#: MM fixed point: (phi(M*) - min_M bound(M; W(M*))) / max(1, |phi|): the exact bound minimum can
+#: only be lower; at an MM fixed point it is lower by no more than the solver accuracy plus the
+#: MM stopping tolerance (1e-6 per step).
+MM_FIXED_POINT_RTOL = 1e-5
+#: Fast MM vs reference MM final phi, and fast inner optimum vs cvxpy optimum of the same bound.
+FANTOPE_MM_GAP = 1e-3
+#: Alg. 2 (subgradient on the non-convex phi) vs the reference MM: the two are local methods on a
+#: DC objective without a common optimality certificate; measured 1e-4..3e-4 on the defaults.
+FANTOPE_ALG2_GAP = 1e-2
+
+#: Relative optimality gap of the ITML Bregman solver. ITML is smooth and strictly convex and
+#: cyclic Bregman projections with dual correction converge linearly, so the solver is run to a
+#: KKT residual of 1e-8 (measured gaps ~1e-9 vs Clarabel at 1e-9); 1e-5 leaves room for the
+#: ground truth's own accuracy while still failing any solver that stops early or drifts.
+GAP_BREGMAN = 1e-5
+
+#: Relative stationarity residual ||grad F(M)||_F of the Bregman solver's point (ITML's reduced
+#: objective is C^1 on the open PD cone, so this is its whole KKT system). The solver stops at
+#: 1e-8 (solvers.itml.DEFAULT_TOL); 1e-6 fails a point stopped two orders of magnitude early.
+KKT_FAST_BREGMAN = 1e-6
+
+# ----------------------------------------------------------------------------- MMC
 #: MMC scale identity on the ground truth: |p*_min (p*_max)^2 - 1| with both forms solved by
 #: Clarabel at 1e-7 (measured 7e-9 on iris, 3e-7 on wine).
 MMC_SCALE_IDENTITY_RTOL = 1e-5

@@ -1,4 +1,4 @@
-"""Qwise in the harness: the full-matrix model (subgradient engine) and the vector model (Newton)."""
+"""Qwise in the harness: the full-matrix model (subgradient engine and PDHG) and the vector model (Newton)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +7,10 @@ from cvxmetric.linalg import project_psd
 from formulations.qwise import build_qwise, build_qwise_vector
 from solvers.qwise import solve_qwise, solve_qwise_vector
 
-from ..kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
+from ..kkt import certificate_checks, hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
 from ..registry import FastSolver, MethodSpec
-from ..tolerances import GAP_FIRST_ORDER, GAP_NEWTON, KKT_FAST_FIRST_ORDER, KKT_FAST_NEWTON
+from ..tolerances import (CERTIFIED_GAP_PDHG, GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, GAP_NEWTON, KKT_FAST_FIRST_ORDER,
+                          KKT_FAST_NEWTON)
 
 
 def _build(inst):
@@ -24,6 +25,8 @@ def _fast(inst):
                            lambda i: solve_qwise_vector(i.X, i.constraints, **i.params),
                            GAP_NEWTON, KKT_FAST_NEWTON)]
     return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
+                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
+            FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
 
 
@@ -52,4 +55,5 @@ SPEC = MethodSpec(
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     project_point=_project,
+    extra_checks=certificate_checks,
 )

@@ -1,0 +1,161 @@
+"""Fantope bound / MM / alg. 2: fast solvers vs cvxpy (checks 4-5 of issue 3), value_at, bad input."""
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.fantope import fantope_center, fantope_model, fantope_projector
+from cvxmetric.instances import get_instance
+from cvxmetric.instances.fantope import synthetic_fantope
+from cvxmetric.linalg import numerical_rank, random_psd
+from formulations.fantope import build_fantope_bound, build_fantope_lmo, build_supergradient_gap, fantope_mm_reference
+from solvers.factor_subgradient import factor_subgradient
+from solvers.fantope_mm import fantope_mm
+from solvers.fantope_subgradient import fantope_subgradient
+from solvers.subgradient import projected_subgradient
+from verification import tolerances as tol
+from verification.fantope_checks import mm_checks
+
+
+def small(d, seed, m=120):
+    e = max(1, d // 4)
+    return synthetic_fantope(d, e, 40, m, seed=seed, mu=1.0, gamma=0.1, C_Q=0.3)
+
+
+INSTANCES = [("small", 4, 0), ("small", 4, 1), ("default", "syn-d8-e2", None), ("default", "syn-d10-e3", None)]
+
+
+def instance(kind, a, b):
+    return small(a, b) if kind == "small" else get_instance("fantope", a)
+
+
+def model(inst):
+    return fantope_model(inst.X, inst.constraints, **inst.params)
+
+
+@pytest.mark.parametrize("case", INSTANCES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_bound_fast_vs_cvxpy(case):
+    inst = instance(*case)
+    fm = model(inst)
+    W = inst.extra["W"]
+    form = build_fantope_bound(fm, W)
+    sol = form.solve("CLARABEL", raise_on_failure=True)
+    res = projected_subgradient(fm.bound(W))
+    f_fast = form.value_at(res.M)
+    assert abs(f_fast - res.objective) <= tol.VALUE_AT_RTOL * max(1, abs(f_fast))
+    gap = (f_fast - sol.value) / max(1.0, abs(sol.value))
+    assert -tol.GAP_NEGATIVE_SLACK <= gap <= tol.GAP_FIRST_ORDER
+
+
+@pytest.mark.parametrize("d", [4, 10])
+def test_value_at_equals_numpy_objective(d):
+    inst = small(d, 3)
+    fm = model(inst)
+    rng = np.random.default_rng(d)
+    for W in (inst.extra["W"], fantope_center(d, fm.k)):
+        form = build_fantope_bound(fm, W)
+        for _ in range(4):
+            M = random_psd(d, seed=rng, scale=float(rng.uniform(0.01, 3)))
+            assert form.value_at(M) == pytest.approx(fm.bound(W).value(M), rel=1e-9)
+            # tightness through cvxpy: the bound at W(M) equals phi(M)
+            assert build_fantope_bound(fm, fantope_projector(M, fm.k)).value_at(M) == pytest.approx(fm.value(M), rel=1e-9)
+
+
+@pytest.mark.parametrize("case", INSTANCES, ids=lambda c: f"{c[0]}-{c[1]}-{c[2]}")
+def test_mm_monotone_fixed_point_and_fast_vs_reference(case):
+    inst = instance(*case)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        r = mm_checks(model(inst), run_alg2=case[0] == "default")
+    assert r["ref_converged"]
+    assert r["ref_max_increase"] <= tol.MM_MONOTONE_RTOL
+    assert r["fast_max_increase"] <= 0.0                         # exactly monotone
+    assert -tol.MM_FIXED_POINT_RTOL <= r["fixed_point_gap"] <= tol.MM_FIXED_POINT_RTOL
+    assert abs(r["fast_gap"]) <= tol.FANTOPE_MM_GAP
+    assert -tol.GAP_NEGATIVE_SLACK <= r["surrogate_gap"] <= tol.FANTOPE_MM_GAP
+    assert r["surrogate_value_at_err"] <= tol.VALUE_AT_RTOL
+    assert r["phi_value_err"] <= 1e-12
+    if "alg2_gap" in r:
+        assert abs(r["alg2_gap"]) <= tol.FANTOPE_ALG2_GAP
+        assert r["alg2_value_err"] <= tol.VALUE_AT_RTOL
+
+
+def test_mm_trajectory_and_starts():
+    inst = small(4, 5)
+    fm = model(inst)
+    ref = fantope_mm_reference(fm)
+    assert len(ref.phi) == len(ref.Ms) == len(ref.Ws) == len(ref.bound_values)
+    assert np.allclose(ref.Ws[0], fantope_center(4, fm.k))
+    # each bound value is an upper bound of phi at the new iterate: phi(M^{n+1}) <= bound_n
+    assert np.all(ref.phi <= ref.bound_values + 1e-6 * np.maximum(1, np.abs(ref.phi)))
+    fast = fantope_mm(fm, M0=ref.M)
+    assert fast.objective <= ref.objective + 1e-9
+    assert np.allclose(fast.info["Ws"][0], fantope_projector(ref.M, fm.k))
+
+
+def test_alg2_history_and_objective():
+    inst = small(4, 6)
+    fm = model(inst)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fantope_subgradient(fm, max_iter=3000)
+    assert res.objective == pytest.approx(fm.value(res.M), rel=1e-12)
+    assert len(res.history) == res.n_iter and res.info["k"] == fm.k
+    assert np.linalg.eigvalsh(res.M)[0] >= -1e-12
+
+
+def test_fantope_controls_rank():
+    """Large mu: the MM solution has R = 0, i.e. rank <= d - k (the reference MM; cvxpy)."""
+    inst = synthetic_fantope(10, 2, 60, 200, seed=9, mu=50.0, gamma=0.0)
+    fm = model(inst)
+    res = fantope_mm_reference(fm, max_iter=8)
+    assert np.all(np.diff(res.phi) <= 1e-6 * np.abs(res.phi[1:]))
+    assert numerical_rank(res.M, rtol=1e-6) <= 2
+
+
+def test_factor_subgradient():
+    inst = small(10, 2)
+    base = model(inst).base
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = factor_subgradient(base, 3, seed=0, max_iter=500)
+    assert numerical_rank(res.M) <= 3
+    assert res.objective == pytest.approx(base.value(res.M), rel=1e-9)
+    with pytest.raises(ValueError, match="rank"):
+        factor_subgradient(base, 11)
+    with pytest.raises(ValueError, match="L0"):
+        factor_subgradient(base, 2, L0=np.ones((3, 10)))
+
+
+def test_bad_input():
+    inst = small(4, 0)
+    fm = model(inst)
+    with pytest.raises(ValueError, match="not in the Fantope"):
+        build_fantope_bound(fm, np.eye(4))
+    with pytest.raises(ValueError, match="not in the Fantope"):
+        fantope_mm(fm, W0=2 * fantope_center(4, fm.k))
+    with pytest.raises(ValueError, match="not in the Fantope"):
+        fantope_mm_reference(fm, W0=np.zeros((4, 4)))
+    with pytest.raises(ValueError, match="at most one"):
+        fantope_mm(fm, W0=fantope_center(4, fm.k), M0=np.eye(4))
+    with pytest.raises(TypeError, match="FantopeModel"):
+        build_fantope_bound(fm.base, fantope_center(4, fm.k))
+    with pytest.raises(ValueError, match="1 <= k <= d"):
+        build_fantope_lmo(np.eye(4), 5)
+    bad = np.eye(4)
+    bad[0, 1] = 1.0
+    with pytest.raises(ValueError, match="not symmetric"):
+        build_fantope_lmo(bad, 2)
+    with pytest.raises(ValueError, match="tau must be > 0"):
+        build_supergradient_gap(np.eye(4), np.eye(4) / 2, 2, 0.0)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        fantope_mm(fm, M0=-np.eye(4))
+
+
+def test_solvers_import_without_cvxpy():
+    code = ("import sys; sys.modules['cvxpy'] = None\n"
+            "import solvers.fantope_mm, solvers.fantope_subgradient, solvers.factor_subgradient, cvxmetric.fantope")
+    subprocess.run([sys.executable, "-c", code], check=True)

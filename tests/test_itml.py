@@ -1,0 +1,377 @@
+"""ITML: numpy model, cvxpy formulation, Bregman solver, harness row (DESIGN §5.3)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvxmetric.constraints import ConstraintSet
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.instances import get_instance, list_instances
+from cvxmetric.itml import ITMLModel, default_bounds, itml_model, slack_term
+from cvxmetric.linalg import random_psd
+from formulations.itml import build_itml, build_itml_problem, itml_kkt_truth
+from solvers.itml import _full, _sweep, bregman_itml, solve_itml
+from verification import tolerances as vtol
+
+INSTANCES = list_instances("itml", default_only=True)
+_REF = {}
+
+
+def _reference(name):
+    """Clarabel (and the formulation) of an instance, solved once per test session."""
+    if name not in _REF:
+        inst = get_instance("itml", name)
+        form = build_itml(inst.X, inst.constraints, **inst.params)
+        sol = form.solve("CLARABEL", raise_on_failure=True)
+        _REF[name] = (inst, form, sol)
+    return _REF[name]
+
+
+def _small_model(seed, n=30, d=4, p=12, q=12, gamma=1.0, prior=None):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = rng.integers(0, 3, n)
+    iu, ju = np.triu_indices(n, 1)
+    same = np.flatnonzero(y[iu] == y[ju])
+    diff = np.flatnonzero(y[iu] != y[ju])
+    s = rng.choice(same, p, replace=False)
+    t = rng.choice(diff, q, replace=False)
+    return ITMLModel(X, np.column_stack([iu[s], ju[s]]), np.column_stack([iu[t], ju[t]]), gamma=gamma,
+                     prior=prior)
+
+
+# ----------------------------------------------------------------------------- agreement
+@pytest.mark.parametrize("name", INSTANCES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bregman_matches_clarabel(name, seed):
+    inst, form, sol = _reference(name)
+    res = solve_itml(inst.X, inst.constraints, seed=seed, **inst.params)
+    assert res.converged
+    f = form.value_at(res.M)
+    assert abs(f - res.objective) <= vtol.VALUE_AT_RTOL * max(1.0, abs(f))
+    gap = (f - sol.value) / max(1.0, abs(sol.value))
+    assert -vtol.GAP_NEGATIVE_SLACK <= gap <= vtol.GAP_BREGMAN
+    # the fast point is stationary, its Bregman multipliers are the closed-form ones and match
+    # Clarabel's duals
+    assert form.model.kkt_residual(res.M) <= vtol.KKT_FAST_BREGMAN
+    lam_closed = form.model.multipliers(res.M)
+    assert np.max(np.abs(res.info["lam"] - lam_closed)) <= 1e-5 * max(1.0, lam_closed.max())
+    lam_clar = np.concatenate([sol.duals[k] for k in ("similar", "dissimilar")])
+    assert np.max(np.abs(res.info["lam"] - lam_clar)) <= 1e-3 * max(1.0, lam_clar.max())
+    assert np.allclose(res.M, sol.point, rtol=1e-4, atol=1e-4 * np.abs(sol.point).max())
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_ground_truth_kkt(name):
+    _, form, sol = _reference(name)
+    res = itml_kkt_truth(form, sol)
+    assert max(res.values()) <= vtol.KKT_TRUTH_TOL, res
+
+
+def test_scs_agrees_with_clarabel():
+    inst, form, sol = _reference("iris")
+    form2 = build_itml(inst.X, inst.constraints, **inst.params)
+    scs = form2.solve("SCS", raise_on_failure=True)
+    assert abs(form2.value_at(scs.point) - sol.value) <= vtol.SOLVER_AGREEMENT_RTOL * max(1.0, abs(sol.value))
+
+
+def test_gap_check_catches_a_wrong_solver():
+    """The agreement test is discriminating: the optimum of a slightly different model (gamma
+    off by 20 %, or metric-learn's stopping rule too early) fails the gap tolerance."""
+    inst, form, sol = _reference("wine")
+    params = dict(inst.params)
+    params["gamma"] = 1.2 * params["gamma"]
+    wrong = solve_itml(inst.X, inst.constraints, **params)
+    assert (form.value_at(wrong.M) - sol.value) / sol.value > vtol.GAP_BREGMAN
+    with pytest.warns(ConvergenceWarning):
+        early = solve_itml(inst.X, inst.constraints, max_sweeps=2, **inst.params)
+    assert not early.converged
+    assert (form.value_at(early.M) - sol.value) / sol.value > vtol.GAP_BREGMAN
+
+
+def test_fixed_order_and_warm_start():
+    inst, form, sol = _reference("iris")
+    model = form.model
+    res = bregman_itml(model)
+    # a warm start from the optimal multipliers is (almost) done after one sweep
+    warm = bregman_itml(model, lam0=res.info["lam"])
+    assert warm.converged and warm.n_iter <= 2
+    assert abs(warm.objective - res.objective) <= 1e-9 * res.objective
+    # the fixed (similar-first) order converges to the same point, only slower
+    fixed = bregman_itml(model, shuffle=False, tol=1e-5, max_sweeps=20_000)
+    assert fixed.converged and fixed.n_iter > res.n_iter
+    assert abs(fixed.objective - res.objective) <= 1e-7 * res.objective
+
+
+# ----------------------------------------------------------------------------- value_at / model
+@pytest.mark.parametrize("name", INSTANCES)
+def test_value_at_matches_model_at_random_points(name):
+    _, form, _ = _reference(name)
+    model = form.model
+    rng = np.random.default_rng(7)
+    for k in range(4):
+        # scaled so that some similar pairs exceed u and some dissimilar pairs fall below l
+        M = random_psd(model.d, seed=rng, scale=10.0 ** rng.uniform(-1, 0.5)) + 0.05 * np.eye(model.d)
+        v_cvx, v_np = form.value_at(M), model.value(M)
+        assert abs(v_cvx - v_np) <= vtol.VALUE_AT_RTOL * max(1.0, abs(v_np))
+        dist = model.distances(M)
+        assert np.any(dist[: model.n_similar] > model.u) or np.any(dist[model.n_similar:] < model.l)
+    singular = np.zeros((model.d, model.d))
+    singular[0, 0] = 1.0
+    assert form.value_at(singular) == np.inf and model.value(singular) == np.inf
+    assert model.value(np.eye(model.d) * -1.0) == np.inf
+
+
+def test_value_at_prior_is_slack_only():
+    model = _small_model(3)
+    xi = model.slack(model.M0)
+    assert model.logdet_divergence(model.M0) == pytest.approx(0.0, abs=1e-12)
+    assert model.value(model.M0) == pytest.approx(model.gamma * np.sum(slack_term(xi / model.xi0)), rel=1e-12)
+
+
+def test_gradient_matches_finite_differences():
+    prior = random_psd(4, seed=11) + 0.5 * np.eye(4)
+    model = _small_model(5, gamma=0.7, prior=prior)
+    rng = np.random.default_rng(1)
+    M = random_psd(4, seed=rng) + 0.3 * np.eye(4)
+    G = model.gradient(M)
+    for _ in range(3):
+        E = rng.standard_normal((4, 4))
+        E = 0.5 * (E + E.T)
+        h = 1e-6
+        fd = (model.value(M + h * E) - model.value(M - h * E)) / (2 * h)
+        assert fd == pytest.approx(np.vdot(G, E), rel=1e-5, abs=1e-7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dist=st.floats(1e-3, 1e3), xi0=st.floats(1e-2, 1e2), similar=st.booleans(),
+       t=st.floats(1e-3, 1e3), gamma=st.floats(1e-2, 1e2))
+def test_closed_form_slack_is_the_minimiser(dist, xi0, similar, t, gamma):
+    """xi* = max(D, xi0) (similar) / min(D, xi0) (dissimilar) minimises gamma*h(xi/xi0) over the
+    feasible slacks (xi >= D for similar, 0 < xi <= D for dissimilar)."""
+    xi_star = max(dist, xi0) if similar else min(dist, xi0)
+    feasible_t = max(t, dist) if similar else min(t, dist)
+    f = lambda x: gamma * float(slack_term(np.array([x / xi0]))[0])  # noqa: E731
+    assert f(xi_star) <= f(feasible_t) + 1e-12 * max(1.0, f(feasible_t))
+    assert (xi_star >= dist) if similar else (xi_star <= dist)
+
+
+def test_model_slack_matches_scalar_closed_form():
+    model = _small_model(8)
+    M = random_psd(model.d, seed=2) + 0.1 * np.eye(model.d)
+    dist = model.distances(M)
+    xi = model.slack(M)
+    p = model.n_similar
+    assert np.array_equal(xi[:p], np.maximum(dist[:p], model.u))
+    assert np.array_equal(xi[p:], np.minimum(dist[p:], model.l))
+    # the closed-form multipliers are non-negative and invert the slack stationarity
+    lam = model.multipliers(M)
+    assert np.all(lam >= -1e-15)
+    assert np.allclose(model.slack_from_multipliers(lam), xi, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- linear algebra
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 7), theta=st.floats(-0.9, 5.0), similar=st.booleans())
+def test_sherman_morrison_update_equals_direct_inverse(seed, d, theta, similar):
+    r"""One projection of the solver's sweep (dsymv + dsyr on M's upper triangle) gives
+    (M^{-1} + theta s v v^T)^{-1}, and it keeps lambda/slack consistent with the invariants."""
+    rng = np.random.default_rng(seed)
+    M = random_psd(d, seed=rng) + 0.2 * np.eye(d)
+    v = rng.standard_normal(d)
+    s = 1.0 if similar else -1.0
+    p = float(v @ M @ v)
+    # admissible step: M^{-1} + theta s v v^T must stay PD, i.e. 1 + theta s p > 0
+    if 1.0 + theta * s * p <= 1e-3:
+        theta = (-1.0 + 1e-3) / (s * p) * 0.5
+    direct = np.linalg.inv(np.linalg.inv(M) + theta * s * np.outer(v, v))
+    from scipy.linalg import blas
+
+    Mf = np.array(M, order="F")
+    Mv = blas.dsymv(1.0, Mf, v)
+    blas.dsyr(-theta * s / (1.0 + theta * s * p), Mv, a=Mf, overwrite_a=1)
+    assert np.allclose(_full(Mf), direct, rtol=1e-9, atol=1e-9 * np.abs(direct).max())
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), gamma=st.floats(0.05, 20.0), sweeps=st.integers(1, 3))
+def test_sweeps_keep_the_bregman_invariants(seed, gamma, sweeps):
+    r"""After any number of projections: M^{-1} = M0^{-1} + sum_c s_c lambda_c C_c, lambda >= 0,
+    and M stays positive definite."""
+    prior = random_psd(4, seed=seed) + 0.5 * np.eye(4)
+    model = _small_model(seed, gamma=gamma, prior=prior)
+    M = np.array(model.M0, order="F")
+    lam = [0.0] * model.m
+    rows = list(np.random.default_rng(seed).permutation(model.m))
+    for _ in range(sweeps):
+        _sweep(M, np.ascontiguousarray(model.V), rows, lam, (1.0 / model.xi0).tolist(), model.sign.tolist(),
+               gamma, gamma / (gamma + 1.0))
+    lam = np.array(lam)
+    Mf = _full(M)
+    assert np.all(lam >= 0)
+    assert np.linalg.eigvalsh(Mf)[0] > 0
+    Minv = model.M0_inv + model.weighted_sum(model.sign * lam)
+    assert np.allclose(np.linalg.inv(Mf), Minv, rtol=1e-7, atol=1e-7 * np.abs(Minv).max())
+    assert np.all(model.slack_from_multipliers(lam) > 0)
+
+
+# ----------------------------------------------------------------------------- construction
+def test_default_bounds_use_squared_lengths():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0], [0.0, 2.0]])
+    S = np.array([[0, 1]])
+    D = np.array([[0, 2], [1, 3]])
+    u, l = default_bounds(X, S, D)
+    sq = np.array([1.0, 9.0, 5.0])
+    assert (u, l) == pytest.approx(tuple(np.percentile(sq, (5, 95))))
+    model = ITMLModel(X, S, D)
+    assert (model.u, model.l) == pytest.approx((u, l))
+    assert np.array_equal(model.sign, [1.0, -1.0, -1.0])
+
+
+def test_constraint_set_and_arrays_give_the_same_model():
+    inst = get_instance("itml", "wine")
+    cs = inst.constraints
+    a = itml_model(inst.X, cs, **inst.params)
+    S, D = cs.idx[cs.is_similar][:, :2], cs.idx[cs.is_dissimilar][:, 2:]
+    b = itml_model(inst.X, S, D, u=a.u, l=a.l, **inst.params)
+    M = random_psd(a.d, seed=0) + np.eye(a.d)
+    assert a.value(M) == b.value(M)
+    # the instance's bounds are the default squared-length percentiles
+    assert (a.u, a.l) == pytest.approx(default_bounds(inst.X, S, D))
+    assert itml_model(inst.X, cs, u=1.0, l=2.0).u == 1.0
+
+
+def test_instances_are_deterministic_and_have_positive_optimum():
+    for name in INSTANCES:
+        inst = get_instance("itml", name)
+        assert inst.n_constraints >= 150
+        assert len(set(map(tuple, inst.constraints.idx))) == inst.n_constraints
+    _, _, sol = _reference("iris")
+    assert sol.value > 1.0
+
+
+def test_inputs_not_modified():
+    inst = get_instance("itml", "syn-d8")
+    X = np.array(inst.X)
+    prior = np.array(inst.params["prior"])
+    X0, P0 = X.copy(), prior.copy()
+    res = solve_itml(X, inst.constraints, gamma=inst.params["gamma"], prior=prior)
+    assert res.converged
+    assert np.array_equal(X, X0) and np.array_equal(prior, P0)
+
+
+# ----------------------------------------------------------------------------- bad input
+def _xy():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((10, 3)), np.array([[0, 1], [2, 3]]), np.array([[4, 5], [6, 7]])
+
+
+def test_bad_prior():
+    X, S, D = _xy()
+    with pytest.raises(ValueError, match="prior must be symmetric positive definite"):
+        ITMLModel(X, S, D, prior=np.diag([1.0, 1.0, -1.0]))
+    with pytest.raises(ValueError, match="positive definite|singular"):
+        ITMLModel(X, S, D, prior=np.diag([1.0, 1.0, 0.0]))
+    with pytest.raises(ValueError, match="not symmetric"):
+        ITMLModel(X, S, D, prior=np.array([[1.0, 0.5, 0], [0, 1, 0], [0, 0, 1]]))
+    with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
+        ITMLModel(X, S, D, prior=np.eye(4))
+    with pytest.raises(ValueError, match="NaN"):
+        ITMLModel(X, S, D, prior=np.full((3, 3), np.nan))
+
+
+def test_bad_bounds_and_gamma():
+    X, S, D = _xy()
+    with pytest.raises(ValueError, match="u < l"):
+        ITMLModel(X, S, D, u=2.0, l=2.0)
+    with pytest.raises(ValueError, match="u < l"):
+        ITMLModel(X, S, D, u=3.0, l=1.0)
+    with pytest.raises(ValueError, match="u must be > 0"):
+        ITMLModel(X, S, D, u=0.0, l=1.0)
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        ITMLModel(X, S, D, gamma=0.0)
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        ITMLModel(X, S, D, gamma=-1.0)
+    with pytest.raises(ValueError, match="gamma must be finite"):
+        ITMLModel(X, S, D, gamma=np.inf)
+    with pytest.raises(TypeError, match="gamma must be a real number"):
+        ITMLModel(X, S, D, gamma="1")
+    # all pairs of equal length: the default percentiles coincide
+    Xe = np.array([[0.0], [1.0], [2.0], [3.0]])
+    with pytest.raises(ValueError, match="u < l"):
+        ITMLModel(Xe, [[0, 1]], [[2, 3]])
+
+
+def test_zero_length_pairs_rejected():
+    X, S, D = _xy()
+    X[5] = X[4]
+    with pytest.raises(ValueError, match=r"dissimilar pair 0 = \(4, 5\) has zero length.*identical"):
+        ITMLModel(X, S, D)
+    with pytest.raises(ValueError, match=r"similar pair 1 = \(8, 8\) has zero length"):
+        ITMLModel(X, [[0, 1], [8, 8]], [[2, 3]])
+    # iris has duplicate rows 101 and 142
+    from cvxmetric.datasets import load_dataset
+
+    Xi, _ = load_dataset("iris")
+    with pytest.raises(ValueError, match=r"\(101, 142\) has zero length"):
+        ITMLModel(Xi, [[0, 1]], [[101, 142]])
+
+
+def test_bad_shapes_and_values():
+    X, S, D = _xy()
+    with pytest.raises(ValueError, match=r"similar must have shape \(p, 2\)"):
+        ITMLModel(X, np.array([[0, 1, 2]]), D)
+    with pytest.raises(ValueError, match="2-D"):
+        ITMLModel(X[:, 0], S, D)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ITMLModel(Xn, S, D)
+    with pytest.raises(ValueError, match="outside"):
+        ITMLModel(X, [[0, 10]], D)
+    with pytest.raises(TypeError, match="integer"):
+        ITMLModel(X, [[0.5, 1.0]], D)
+    with pytest.raises(ValueError, match="at least one"):
+        ITMLModel(X, None, None)
+    trip = ConstraintSet.from_triplets([[0, 1, 2]])
+    with pytest.raises(ValueError, match="pairwise constraints only"):
+        itml_model(X, trip)
+    mixed = (ConstraintSet.from_pairs([[0, 1]], similar=True, bound=1.0)
+             + ConstraintSet.from_pairs([[2, 3]], similar=True, bound=2.0)
+             + ConstraintSet.from_pairs([[4, 5]], similar=False, bound=5.0))
+    with pytest.raises(ValueError, match="pass u="):
+        itml_model(X, mixed)
+    with pytest.raises(ValueError, match="not both"):
+        itml_model(X, mixed, D)
+    model = ITMLModel(X, S, D)
+    with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
+        model.value(np.eye(2))
+    with pytest.raises(TypeError, match="ITMLModel"):
+        bregman_itml("not a model")
+    with pytest.raises(TypeError, match="ITMLModel"):
+        build_itml_problem(object())
+    with pytest.raises(ValueError, match="lam0"):
+        bregman_itml(model, lam0=-np.ones(model.m))
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        bregman_itml(model, tol=0.0)
+
+
+def test_only_one_kind_of_pairs():
+    X, S, D = _xy()
+    for sim, dis in ((S, None), (None, D)):
+        model = ITMLModel(X, sim, dis, u=0.5, l=4.0)
+        form = build_itml_problem(model)
+        sol = form.solve("CLARABEL", raise_on_failure=True)
+        res = bregman_itml(model)
+        assert res.converged
+        assert abs(res.objective - sol.value) <= 1e-6 * max(1.0, sol.value)
+        assert set(form.constraints) == ({"similar"} if dis is None else {"dissimilar"})
+
+
+def test_harness_row_passes():
+    from verification.harness import verify_instance
+
+    rows = verify_instance("itml", "iris")
+    assert len(rows) == 1 and rows[0]["passed"], rows[0]["checks"]

@@ -1,0 +1,236 @@
+"""The PDHG hinge-model solver: agreement with Clarabel, certificates, operator facts, bad input."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvxmetric import ConstraintSet, ConvergenceWarning
+from cvxmetric.generators import pairs_from_labels
+from cvxmetric.hinge import QuadrupletGeometry
+from cvxmetric.instances import get_instance
+from cvxmetric.instances.qwise import synthetic_qwise
+from cvxmetric.linalg import random_psd
+from cvxmetric.models import HingeModel, qwise_model
+from formulations.hinge import build_hinge_problem
+from solvers.pdhg import dual_lower_bound, estimate_operator_norm, pdhg
+from solvers.qwise import solve_qwise
+from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, VALUE_AT_RTOL
+
+#: PDHG at its default tolerances is held to a tenth of the first-order threshold (measured gaps
+#: 2e-8-1e-4 with the default tol 1e-4); at tol = certificate_tol = 1e-6 (TIGHT) to 1e-5
+#: (measured 2e-9-8e-7, certified gaps <= 7e-7).
+GAP_PDHG_TEST = 0.1 * GAP_FIRST_ORDER
+TIGHT = dict(tol=1e-6, certificate_tol=1e-6)
+GAP_PDHG_TIGHT = 1e-5
+
+
+def _synthetic(d, e, n, m, reg, C_Q, seed, pull=0, pairs=0):
+    inst = synthetic_qwise(d, e, n, m, seed=100 * seed + d, regularizer=reg, C_Q=C_Q)
+    cons = inst.constraints
+    if pairs:
+        y = (inst.X[:, 0] > 0.5).astype(int)
+        cons = cons + pairs_from_labels(y, n_similar=pairs, n_dissimilar=pairs, u=0.5, l=2.0, seed=seed)
+    params = dict(inst.params)
+    if pull:
+        rng = np.random.default_rng(seed)
+        params["pull_pairs"] = np.column_stack([np.arange(n - 1), np.arange(1, n)])[rng.permutation(n - 1)[:pull]]
+    return qwise_model(inst.X, cons, **params)
+
+
+def _general(seed):
+    """A HingeModel that is no Qwise regularizer: R = mu W + gamma I (a Fantope-bound shape) and q > 0."""
+    inst = synthetic_qwise(8, 3, 100, 400, seed=seed + 7, regularizer="trace")
+    rng = np.random.default_rng(seed)
+    V = np.linalg.qr(rng.standard_normal((8, 8)))[0][:, :5]
+    R = 0.5 * V @ V.T + 0.1 * np.eye(8)
+    geom = QuadrupletGeometry(inst.X, inst.constraints)
+    coef = rng.uniform(0.5, 2.0, len(inst.constraints))
+    return HingeModel(geom, coef, R, q=0.2, name="general")
+
+
+# name -> (builder(seed), certificate expected)
+CASES = {
+    "d5-trace": (lambda s: _synthetic(5, 2, 80, 300, "trace", 10.0, s), True),
+    "d10-pull": (lambda s: _synthetic(10, 3, 150, 600, "pull", 1.0, s, pull=60), True),
+    "d12-frobenius-pairs": (lambda s: _synthetic(12, 3, 150, 500, "frobenius", 0.5, s, pairs=100), True),
+    "d8-general": (_general, True),
+    # a pull matrix of 5 pairs in d = 10 is singular: no certificate exists
+    "d10-pull-singular": (lambda s: _synthetic(10, 3, 150, 400, "pull", 1.0, s, pull=5), False),
+}
+SEEDS = (0, 1)
+
+
+@pytest.fixture(scope="module")
+def solved():
+    cache = {}
+
+    def get(case, seed):
+        if (case, seed) not in cache:
+            model = CASES[case][0](seed)
+            form = build_hinge_problem(model)
+            sol = form.solve("CLARABEL")
+            assert sol.ok, sol.status
+            cache[case, seed] = (model, form, sol)
+        return cache[case, seed]
+    return get
+
+
+def _gap(f, p):
+    return (f - p) / max(1.0, abs(p))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", CASES)
+def test_pdhg_reaches_clarabel_optimum_with_valid_certificate(solved, case, seed):
+    model, form, sol = solved(case, seed)
+    res = pdhg(model, **TIGHT)
+    assert res.converged
+    assert res.solver == "pdhg"
+    f_fast = form.value_at(res.M)
+    assert abs(res.objective - f_fast) / max(1.0, abs(f_fast)) <= VALUE_AT_RTOL
+    assert abs(res.objective - model.value(res.M)) <= 1e-12 * max(1.0, abs(res.objective))
+    assert -GAP_NEGATIVE_SLACK <= _gap(f_fast, sol.value) <= GAP_PDHG_TIGHT
+    assert np.linalg.eigvalsh(res.M)[0] >= -1e-12 * max(1.0, np.linalg.norm(res.M, 2))
+    y = res.info["y"]
+    assert y.shape == (model.m,) and np.all(y >= 0) and np.all(y <= model.coef * (1 + 1e-12))
+    lb = res.info["lower_bound"]
+    if CASES[case][1]:
+        assert lb is not None
+        assert _gap(lb, sol.value) <= GAP_NEGATIVE_SLACK          # a valid lower bound ...
+        assert res.info["certified_gap"] <= GAP_PDHG_TIGHT        # ... and a tight one
+        assert abs(dual_lower_bound(model, y) - lb) <= 1e-8 * max(1.0, abs(lb))
+    else:
+        assert lb is None and res.info["certified_gap"] is None
+
+
+@pytest.mark.parametrize("case", ["d5-trace", "d10-pull-singular", "d8-general"])
+def test_pdhg_default_tolerances(solved, case):
+    model, form, sol = solved(case, 1)
+    res = pdhg(model)
+    assert res.converged
+    assert -GAP_NEGATIVE_SLACK <= _gap(form.value_at(res.M), sol.value) <= GAP_PDHG_TEST
+    if CASES[case][1]:
+        assert _gap(res.info["lower_bound"], sol.value) <= GAP_NEGATIVE_SLACK
+        assert res.info["certified_gap"] <= GAP_FIRST_ORDER
+
+
+def test_pdhg_multipliers_match_clarabel_on_strict_constraints(solved):
+    """Constraints clearly violated (inactive) at the optimum have multiplier c (0)."""
+    model, form, sol = solved("d12-frobenius-pairs", 0)
+    res = pdhg(model, tol=1e-7, certificate_tol=1e-7)
+    marg = model.margins(sol.point)
+    scale = max(1.0, float(np.max(np.abs(marg))))
+    hi, lo = marg > 1e-2 * scale, marg < -1e-2 * scale
+    np.testing.assert_allclose(res.info["y"][hi], model.coef[hi], atol=1e-3)
+    np.testing.assert_allclose(res.info["y"][lo], 0.0, atol=1e-3)
+    assert _gap(res.objective, sol.value) <= 1e-6
+
+
+def test_solve_qwise_pdhg_on_iris_pairs_and_triplets():
+    inst = get_instance("qwise", "iris-mixed")
+    from formulations.qwise import build_qwise
+
+    form = build_qwise(inst.X, inst.constraints, **inst.params)
+    sol = form.solve("CLARABEL")
+    res = solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params)
+    assert res.solver == "qwise-pdhg" and res.converged
+    assert -GAP_NEGATIVE_SLACK <= _gap(form.value_at(res.M), sol.value) <= GAP_PDHG_TEST
+    assert _gap(res.info["lower_bound"], sol.value) <= GAP_NEGATIVE_SLACK
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(0.0, 1.0))
+def test_any_box_multiplier_gives_a_lower_bound(solved, seed, scale):
+    """Weak duality: dual_lower_bound(y) <= p* for every y in [0, c] (trace and q > 0 models)."""
+    rng = np.random.default_rng(seed)
+    for case in ("d5-trace", "d8-general"):
+        model, _, sol = solved(case, 0)
+        y = scale * rng.uniform(0, 1, model.m) * model.coef
+        lb = dual_lower_bound(model, y)
+        assert lb is not None and lb <= sol.value * (1 + 1e-9) + 1e-9
+
+
+def test_clarabel_duals_certify_the_optimum(solved):
+    """Fed the exact multipliers, the certificate is tight (q > 0: exact dual function)."""
+    model, _, sol = solved("d8-general", 1)
+    y = np.clip(sol.duals["hinge"], 0, model.coef)
+    assert abs(dual_lower_bound(model, y) - sol.value) <= 1e-5 * max(1.0, abs(sol.value))
+
+
+def test_operator_norm_estimate_and_adjointness():
+    model = _synthetic(6, 2, 60, 80, "trace", 1.0, 0)
+    geom = model.geometry
+    A = np.stack([geom.weighted_sum(np.eye(model.m)[i]).ravel() for i in range(model.m)])
+    exact = np.linalg.norm(A, 2)
+    est = estimate_operator_norm(geom.values, geom.weighted_sum, model.d, n_iter=300, seed=0)
+    assert est <= exact * (1 + 1e-9) and est >= 0.999 * exact
+    rng = np.random.default_rng(1)
+    M, y = random_psd(6, seed=rng) - random_psd(6, seed=rng), rng.standard_normal(model.m)
+    assert abs(geom.values(M) @ y - np.vdot(M, geom.weighted_sum(y))) <= 1e-10 * np.linalg.norm(A) * np.linalg.norm(M) * np.linalg.norm(y)
+
+
+def test_checks_have_teeth(solved):
+    model, form, sol = solved("d10-pull", 0)
+    with pytest.warns(ConvergenceWarning, match="pdhg"):
+        early = pdhg(model, max_iter=5)
+    assert not early.converged
+    assert _gap(form.value_at(early.M), sol.value) > GAP_FIRST_ORDER
+    assert early.info["certified_gap"] is None or early.info["certified_gap"] > GAP_FIRST_ORDER
+
+
+def test_warm_start_from_solution_stops_quickly(solved):
+    model, _, sol = solved("d5-trace", 1)
+    cold = pdhg(model)
+    warm = pdhg(model, M0=cold.M, y0=cold.info["y"])
+    assert warm.converged and warm.n_iter <= cold.n_iter
+    assert _gap(warm.objective, sol.value) <= GAP_PDHG_TEST
+
+
+# ----------------------------------------------------------------------------- bad input
+X5 = np.random.default_rng(0).random((10, 3))
+CS = ConstraintSet.from_quadruplets([[0, 1, 2, 3], [4, 5, 6, 7]])
+MODEL = qwise_model(X5, CS)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(max_iter=0), ValueError, "max_iter"),
+    (dict(tol=0.0), ValueError, "tol"),
+    (dict(certificate_tol=-1.0), ValueError, "certificate_tol"),
+    (dict(check_every=0), ValueError, "check_every"),
+    (dict(time_limit=0.0), ValueError, "time_limit"),
+    (dict(primal_weight=-2.0), ValueError, "primal_weight"),
+    (dict(M0=-np.eye(3)), ValueError, "M0"),
+    (dict(M0=np.eye(4)), ValueError, "M0"),
+    (dict(y0=np.ones(3)), ValueError, "y0"),
+    (dict(y0=np.array([2.0, 0.0])), ValueError, "y0"),
+    (dict(y0=np.array([np.nan, 0.0])), ValueError, "y0"),
+])
+def test_bad_options(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        pdhg(MODEL, **kwargs)
+
+
+def test_bad_model_and_method():
+    with pytest.raises(TypeError, match="HingeModel"):
+        pdhg("model")
+    with pytest.raises(TypeError, match="HingeModel"):
+        dual_lower_bound(None, np.zeros(2))
+    with pytest.raises(ValueError, match="y"):
+        dual_lower_bound(MODEL, -np.ones(2))
+    with pytest.raises(ValueError, match="method"):
+        solve_qwise(X5, CS, method="interior-point")
+    with pytest.raises(ValueError, match="regularizer"):
+        solve_qwise(X5, CS, method="pdhg", regularizer="nuclear")
+
+
+def test_inputs_are_not_modified():
+    M0, y0 = 0.1 * np.eye(3), np.array([0.5, 0.25])
+    R0 = MODEL.R.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pdhg(MODEL, M0=M0, y0=y0, max_iter=20)
+    np.testing.assert_array_equal(M0, 0.1 * np.eye(3))
+    np.testing.assert_array_equal(y0, [0.5, 0.25])
+    np.testing.assert_array_equal(MODEL.R, R0)

@@ -1,0 +1,203 @@
+r"""Fantope regularization in the harness (DESIGN §5.5, §6).
+
+Fast-solver rows: the convex bound :math:`\hat\varphi(\cdot; W)` at the instance's fixed Fantope point
+``extra["W"]`` — the projected subgradient engine and restarted PDHG vs cvxpy (Clarabel, SCS),
+gap, KKT and (PDHG) certified gap as for Qwise (the bound *is* a hinge model).
+
+Method-level rows (``extra_rows``), one per theorem check, with the stable keys filled with
+``null`` where a number does not apply and the numbers in ``checks``:
+
+* ``theorem1:lmo`` — W(M) in F_k, <W, M> = R(M) = SDP LMO value = ``cvxpy.lambda_sum_smallest``,
+  at a random PSD matrix, an indefinite matrix and the MM solution;
+* ``theorem2:supergradient`` — random and adversarial supergradient inequality for W(M) and the
+  LMO's own solution; strictly violated by the top-k projector;
+* ``theorem3:unique-lmo`` (positive eigengap) and ``theorem3:zero-gap`` (repeated eigenvalue at the
+  cut: distinct supergradients, directional derivatives);
+* ``theorem4:mm-reference`` — the cvxpy MM's phi non-increasing, fixed point;
+* ``fantope-mm`` — fast MM vs cvxpy MM (``p_star_clarabel`` = reference phi, ``f_fast`` = fast phi),
+  its monotonicity and its last surrogate's optimum vs cvxpy;
+* ``fantope-subgradient (alg. 2)`` — the thesis' alg. 2 vs the cvxpy MM's phi.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.fantope import fantope_model
+from cvxmetric.linalg import random_psd
+from formulations.fantope import build_fantope_bound
+from solvers.pdhg import pdhg
+from solvers.subgradient import projected_subgradient
+
+from .. import tolerances as tol
+from ..fantope_checks import lmo_checks, mm_checks, supergradient_checks, uniqueness_checks, zero_gap_checks
+from ..harness import Check
+from ..kkt import certificate_checks, hinge_kkt_fast, hinge_kkt_truth
+from ..registry import FastSolver, MethodSpec
+
+
+def model_of(inst):
+    """The :class:`~cvxmetric.fantope.FantopeModel` of an instance."""
+    return fantope_model(inst.X, inst.constraints, **inst.params)
+
+
+def _build(inst):
+    return build_fantope_bound(model_of(inst), inst.extra["W"])
+
+
+def _fast(inst):
+    def run(solver, name):
+        return lambda i: solver(model_of(i).bound(i.extra["W"]), solver_name=name)
+    return [FastSolver(name, run(solver, name), tol.GAP_FIRST_ORDER, tol.KKT_FAST_FIRST_ORDER)
+            for solver, name in ((projected_subgradient, "fantope-bound-subgradient"), (pdhg, "fantope-bound-pdhg"))]
+
+
+def _kkt_fast(form, point):
+    return hinge_kkt_fast(form.model, point)
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _row(inst, solver: str, checks: dict, *, p_star=None, f_fast=None, rel_gap=None, time_clarabel=None,
+         time_fast=None, numbers: dict | None = None) -> dict:
+    chk = {name: c.as_dict() for name, c in checks.items()}
+    row = {"method": "fantope", "instance": inst.name, "solver": solver, "d": inst.d,
+           "n_constraints": inst.n_constraints, "p_star_clarabel": _num(p_star), "p_star_scs": None,
+           "f_fast": _num(f_fast), "rel_gap": _num(rel_gap), "kkt_truth": None, "kkt_fast": None,
+           "time_clarabel": _num(time_clarabel), "time_scs": None, "time_fast": _num(time_fast),
+           "checks": chk, "numbers": {k: _num(v) if np.isscalar(v) and not isinstance(v, (bool, str)) else v
+                                      for k, v in (numbers or {}).items()}}
+    row["passed"] = all(c["passed"] for c in chk.values())
+    return row
+
+
+def _test_matrices(inst, M_star):
+    d = inst.d
+    rng = np.random.default_rng(12345 + d)
+    G = rng.standard_normal((d, d))
+    return {"random-psd": random_psd(d, seed=rng), "indefinite": 0.5 * (G + G.T), "mm-solution": M_star}
+
+
+def _extra_rows(inst) -> list[dict]:
+    k = inst.params["k"]
+    model = model_of(inst)
+    rows = []
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        mm = mm_checks(model)
+    mm_warnings = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    t_mm = time.perf_counter() - t0
+    mats = _test_matrices(inst, mm["M_star"])
+
+    # 1. LMO: W in F_k and <W, M> = R = SDP = lambda_sum_smallest
+    t0 = time.perf_counter()
+    lmo = {name: lmo_checks(M, k) for name, M in mats.items()}
+    worst = {key: max(v[key] for v in lmo.values()) for key in
+             ("w_fantope_violation", "w_value_err", "lmo_value_err", "lss_atom_err", "lss_sdp_err",
+              "lmo_fantope_violation")}
+    rows.append(_row(inst, "theorem1:lmo", {
+        "w_in_fantope": Check(worst["w_fantope_violation"], tol.FANTOPE_VALUE_RTOL),
+        "w_value_eq_R": Check(worst["w_value_err"], tol.FANTOPE_VALUE_RTOL),
+        "lmo_sdp_eq_R": Check(worst["lmo_value_err"], tol.FANTOPE_VALUE_RTOL),
+        "lambda_sum_smallest_atom_eq_R": Check(worst["lss_atom_err"], tol.FANTOPE_VALUE_RTOL),
+        "lambda_sum_smallest_sdp_eq_R": Check(worst["lss_sdp_err"], tol.FANTOPE_VALUE_RTOL),
+        "lmo_solution_in_fantope": Check(worst["lmo_fantope_violation"], tol.FANTOPE_VALUE_RTOL),
+    }, time_clarabel=time.perf_counter() - t0,
+        numbers={f"R[{n}]": v["R"] for n, v in lmo.items()} | {"matrices": list(mats)}))
+
+    # 2. supergradient inequality, random and adversarial (PSD test matrices only)
+    t0 = time.perf_counter()
+    sg = {name: supergradient_checks(M, k, seed=7, F_lmo=lmo[name]["lmo_solution"])
+          for name, M in mats.items() if name != "indefinite"}
+    rnd = min(v["random_min_W"] for v in sg.values())
+    adv = min(min(v["adv_W"], v["adv_lmo"]) for v in sg.values())
+    top = max(v["adv_top"] for v in sg.values())
+    rows.append(_row(inst, "theorem2:supergradient", {
+        "random_W_violation": Check(max(0.0, -rnd), tol.SUPERGRADIENT_TOL),
+        "adversarial_W_and_lmo_violation": Check(max(0.0, -adv), tol.SUPERGRADIENT_TOL),
+        "adversarial_top_k_negative": Check(top, -tol.FANTOPE_SEPARATION),
+        "adversarial_top_k_closed_form_err": Check(max(v["adv_top_closed_err"] for v in sg.values()),
+                                                   tol.FANTOPE_VALUE_RTOL),
+    }, time_clarabel=time.perf_counter() - t0,
+        numbers={"random_min_W": rnd, "adversarial_min_W_lmo": adv, "adversarial_max_top": top,
+                 "random_min_top": min(v["random_min_top"] for v in sg.values())}))
+
+    # 3a. positive eigengap: unique LMO solution = W(M)
+    t0 = time.perf_counter()
+    un = {name: uniqueness_checks(M, k, lmo_solution=lmo[name]["lmo_solution"])
+          for name, M in mats.items() if name != "mm-solution"}
+    rows.append(_row(inst, "theorem3:unique-lmo", {
+        "eigengap_positive": Check(-min(v["eigengap"] for v in un.values()), 0.0, low=-np.inf),
+        "lmo_solution_eq_W": Check(max(v["lmo_dist"] for v in un.values()), tol.LMO_SOLUTION_TOL),
+        "face_spread_within_eps_over_gap": Check(
+            max(v["face_spread"] - v["face_spread_bound"] for v in un.values()), tol.FACE_SPREAD_SLACK),
+    }, time_clarabel=time.perf_counter() - t0,
+        numbers={f"{key}[{n}]": v[key] for n, v in un.items() for key in ("eigengap", "lmo_dist", "face_spread")}))
+
+    # 3b. zero eigengap: several supergradients, directional derivatives
+    t0 = time.perf_counter()
+    zk = min(k, inst.d - 1)
+    zg = zero_gap_checks(inst.d, zk, seed=inst.d)
+    rows.append(_row(inst, "theorem3:zero-gap", {
+        "eigengap_zero": Check(abs(zg["eigengap"]) / max(1.0, inst.d), tol.FANTOPE_VALUE_RTOL),
+        "both_in_fantope": Check(zg["w_fantope_violation"], tol.FANTOPE_VALUE_RTOL),
+        "both_attain_R": Check(zg["w_value_err"], tol.FANTOPE_VALUE_RTOL),
+        "distinct": Check(-zg["w_distance"], -1.0, low=-np.inf),
+        "both_supergradients": Check(max(0.0, -zg["adv_min"]), tol.SUPERGRADIENT_TOL),
+        "face_not_singleton": Check(-zg["face_spread"], -tol.FACE_SPREAD_MIN, low=-np.inf),
+        "directional_fd_eq_min_superdiff": Check(zg["dd_fd_err"], tol.DIRECTIONAL_TOL),
+        "directional_cvxpy_face_not_above": Check(max(0.0, zg["dd_cvxpy_above"]), tol.SUPERGRADIENT_TOL),
+        "directional_cvxpy_face_within_sqrt_eps": Check(zg["dd_cvxpy_below"] - zg["dd_cvxpy_below_bound"], 0.0,
+                                                         low=-np.inf),
+        "kink": Check(zg["kink"], -tol.KINK_MIN),
+    }, time_clarabel=time.perf_counter() - t0, numbers={key: v for key, v in zg.items()} | {"k": zk}))
+
+    # 4. reference MM monotone and at a fixed point
+    rows.append(_row(inst, "theorem4:mm-reference", {
+        "phi_non_increasing": Check(max(0.0, mm["ref_max_increase"]), tol.MM_MONOTONE_RTOL),
+        "fixed_point": Check(mm["fixed_point_gap"], tol.MM_FIXED_POINT_RTOL, low=-tol.MM_FIXED_POINT_RTOL),
+        "converged": Check(0.0 if mm["ref_converged"] else 1.0, 0.0),
+    }, p_star=mm["phi_star"], time_clarabel=mm["time_ref"],
+        numbers={"phi_trajectory": mm["phi_ref"], "iterations": mm["ref_iterations"]}))
+
+    # 5. fast MM vs cvxpy MM
+    rows.append(_row(inst, "fantope-mm", {
+        "phi_gap_vs_cvxpy_mm": Check(mm["fast_gap"], tol.FANTOPE_MM_GAP, low=-tol.FANTOPE_MM_GAP),
+        "surrogate_gap_vs_cvxpy": Check(mm["surrogate_gap"], tol.FANTOPE_MM_GAP, low=-tol.GAP_NEGATIVE_SLACK),
+        "surrogate_value_at_agreement": Check(mm["surrogate_value_at_err"], tol.VALUE_AT_RTOL),
+        "phi_non_increasing": Check(max(0.0, mm["fast_max_increase"]), tol.MM_MONOTONE_RTOL),
+        "converged": Check(0.0 if mm["fast_converged"] else 1.0, 0.0),
+    }, p_star=mm["phi_star"], f_fast=mm["phi_fast"], rel_gap=mm["fast_gap"], time_clarabel=mm["time_ref"],
+        time_fast=mm["time_fast"], numbers={"outer": mm["fast_outer"], "inner": mm["fast_inner"],
+                                            "surrogate_gap": mm["surrogate_gap"]}))
+    rows.append(_row(inst, "fantope-subgradient (alg. 2)", {
+        "phi_gap_vs_cvxpy_mm": Check(mm["alg2_gap"], tol.FANTOPE_ALG2_GAP, low=-tol.FANTOPE_ALG2_GAP),
+        "phi_value_agreement": Check(mm["alg2_value_err"], tol.VALUE_AT_RTOL),
+        "converged": Check(0.0 if mm["alg2_converged"] else 1.0, 0.0),
+    }, p_star=mm["phi_star"], f_fast=mm["phi_alg2"], rel_gap=mm["alg2_gap"], time_clarabel=mm["time_ref"],
+        time_fast=mm["time_alg2"]))
+    rows[-1]["numbers"]["time_mm_checks"] = t_mm
+    for r in rows[-3:]:
+        r["warnings"] = [w for w in mm_warnings if ("alg. 2" in r["solver"]) == ("fantope-subgradient" in w)]
+    return rows
+
+
+SPEC = MethodSpec(
+    name="fantope",
+    instance_methods=("fantope",),
+    build=_build,
+    fast_solvers=_fast,
+    kkt_truth=hinge_kkt_truth,
+    kkt_fast=_kkt_fast,
+    extra_checks=certificate_checks,
+    extra_rows=_extra_rows,
+)
