@@ -56,9 +56,12 @@ KNN = 3
 LMNN_K = 3
 LMNN_MU = 0.5
 #: Our LMNN's engine settings in the benchmark: a first step of 5 % of ||M|| (the default 25 %
-#: collapses the identity start in its first steps on digits, where thousands of impostors
-#: appear) and the engine's stall tolerance 1e-3 (two doubling epochs improving by < 0.1 %).
-LMNN_OPTIONS = {"step_scale": 0.05, "tol": 1e-3, "max_iter": 50_000}
+#: collapses the identity start in its first steps on digits, where ~200,000 impostor triplets
+#: appear) and two stall tolerances of the engine (two doubling epochs improving the best
+#: objective by less than 1 %, resp. 0.1 %): the first is the headline row, the second a tighter
+#: solution.
+LMNN_OPTIONS = {"step_scale": 0.05, "max_iter": 50_000}
+LMNN_TOLS = (1e-2, 1e-3)
 #: (similar, dissimilar) pairs drawn from the training labels for MMC. Digits needs 2,000 similar
 #: pairs: with 1,000 some rarely-inked pixel varies in a dissimilar pair but in no similar pair,
 #: and MMC is degenerate (objective 0 along that pixel; MMCModel raises).
@@ -127,17 +130,30 @@ def lmnn_rows(data: Split) -> list[dict]:
     n_diff = int(np.sum(np.sort(peer_targets(data.Xtr, data.ytr, LMNN_K), 1) != np.sort(search.targets, 1)))
     peer = run_peer("LMNN", {"n_neighbors": LMNN_K, "regularization": 1 - LMNN_MU, "init": "identity",
                              "max_iter": 1000, "random_state": 0}, X=data.Xtr, y=data.ytr)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        t0 = time.perf_counter()
-        res = solve_lmnn(data.Xtr, data.ytr, LMNN_K, mu=LMNN_MU, **LMNN_OPTIONS)
-        t_ours = time.perf_counter() - t0
-    f_ours = search.objective(res.M, LMNN_MU)
-    f_brute, n_viol = brute_force_lmnn(search, res.M, LMNN_MU)
     f_peer = search.objective(peer["M"], LMNN_MU)
-    note_ours = (f"{res.n_iter} it, max WS {res.info['max_working_set']}, viol {res.info['violated_at_solution']}"
-                 f" (brute force {n_viol}, f {f_brute:.6g}), |T|={search.n_triplets}"
-                 + (", NOT converged" if caught else ""))
+    ours = []
+    for tol in LMNN_TOLS:
+        match = []
+        t0 = time.perf_counter()
+
+        def watch(it, M, f):
+            # f is the full objective at re-checks (every 10 iterations), a working-set value between
+            if it % 10 == 0 and not match and f <= f_peer:
+                match.append(time.perf_counter() - t0)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            res = solve_lmnn(data.Xtr, data.ytr, LMNN_K, mu=LMNN_MU, tol=tol, callback=watch, **LMNN_OPTIONS)
+            t_ours = time.perf_counter() - t0
+        f_ours = search.objective(res.M, LMNN_MU)
+        f_brute, n_viol = brute_force_lmnn(search, res.M, LMNN_MU)
+        note = (f"tol {tol:g}: {res.n_iter} it, max WS {res.info['max_working_set']}, viol "
+                f"{res.info['violated_at_solution']} (brute force {n_viol}, f {f_brute:.6g}), |T|={search.n_triplets}; "
+                + (f"reached metric-learn's objective at {match[0]:.2f}s" if match else "never below metric-learn")
+                + (", NOT converged" if caught else ""))
+        ours.append({"method": "lmnn", "data": data.name, "solver": "cvxmetric", "fit_s": t_ours,
+                     "ratio": peer["time"] / t_ours, "objective": f_ours, "note": note,
+                     "knn_err": knn_error(data, res.M)})
     return [
         {"method": "lmnn", "data": data.name, "solver": "euclidean", "fit_s": None, "ratio": None,
          "objective": search.objective(np.eye(data.Xtr.shape[1]), LMNN_MU), "note": "M = I",
@@ -145,9 +161,7 @@ def lmnn_rows(data: Split) -> list[dict]:
         {"method": "lmnn", "data": data.name, "solver": "metric-learn", "fit_s": peer["time"], "ratio": None,
          "objective": f_peer, "note": f"{peer['n_iter']} it; {n_diff} target pairs differ by ties",
          "knn_err": knn_error(data, peer["M"])},
-        {"method": "lmnn", "data": data.name, "solver": "cvxmetric", "fit_s": t_ours, "ratio": peer["time"] / t_ours,
-         "objective": f_ours, "note": note_ours, "knn_err": knn_error(data, res.M)},
-    ]
+    ] + ours
 
 
 def mmc_rows(data: Split) -> list[dict]:

@@ -76,7 +76,8 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
     whiten : bool
         Run the ascent in coordinates where :math:`C_S = I` (see the module docstring).
     callback : callable, optional
-        ``callback(iteration, M_max, g)`` after every iteration.
+        ``callback(iteration, M, g)`` after every iteration, ``M`` in the ascent's coordinates
+        (the whitened ``N``, where :math:`\langle N, C_S\rangle = \operatorname{tr} N`, when ``whiten``).
 
     Returns
     -------

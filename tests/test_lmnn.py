@@ -13,11 +13,12 @@ from cvxmetric.generators import lmnn_constraints
 from cvxmetric.hinge import HingeLoss, QuadrupletGeometry
 from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.lmnn import ImpostorSearch, impostor_oracle, lmnn_model, lmnn_pull_model
-from cvxmetric.linalg import project_psd, random_psd
+from cvxmetric.linalg import project_psd, psd_factor, random_psd
 from formulations.lmnn import build_lmnn
 from solvers.lmnn import solve_lmnn
 from solvers.subgradient import projected_subgradient
-from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, VALUE_AT_RTOL
+from verification.kkt import hinge_kkt_truth
+from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL, VALUE_AT_RTOL
 
 INSTANCES = list_instances("lmnn", default_only=True)
 
@@ -72,6 +73,12 @@ def test_search_solver_matches_clarabel(name, seed):
     assert res.info["violated_at_solution"] == len(idx)
 
 
+@pytest.mark.parametrize("name", INSTANCES)
+def test_ground_truth_kkt(name):
+    form, sol = _truth(name)
+    assert max(hinge_kkt_truth(form, sol).values()) <= KKT_TRUTH_TOL
+
+
 def test_materialised_solver_matches_clarabel():
     inst = get_instance("lmnn", "iris-sub")
     form, sol = _truth("iris-sub")
@@ -114,7 +121,6 @@ def test_search_equals_brute_force(seed):
         M = random_psd(4, rank=rank, seed=rng, scale=0.5)
         marg = 1.0 + geom.values(M)
         brute = trip.idx[marg > 0][:, [0, 1, 3]]
-        from cvxmetric.linalg import psd_factor
         codes, found_marg = search.violated_codes(psd_factor(M), return_margins=True)
         np.testing.assert_array_equal(search.decode(codes), brute)
         np.testing.assert_allclose(found_marg, marg[marg > 0], rtol=1e-10, atol=1e-12)
