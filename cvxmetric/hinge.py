@@ -64,6 +64,24 @@ class QuadrupletGeometry:
         """Geometry of a subset of the constraints (no re-validation of ``X``)."""
         return QuadrupletGeometry(self.X, self.constraints.subset(rows), _validated=True)
 
+    def extended(self, constraints: ConstraintSet) -> "QuadrupletGeometry":
+        """Geometry of ``self.constraints + constraints`` on the same ``X``.
+
+        The stored difference vectors are reused; only those of the new constraints are formed.
+        """
+        new = QuadrupletGeometry(self.X, constraints, _validated=True)
+        out = object.__new__(QuadrupletGeometry)
+        out.X = self.X
+        out.constraints = ConstraintSet.concatenate(self.constraints, constraints)
+        out.m, out.d = self.m + new.m, self.d
+        out.u_rows = np.concatenate([self.u_rows, new.u_rows + self.m])
+        out.v_rows = np.concatenate([self.v_rows, new.v_rows + self.m])
+        out.U = np.concatenate([self.U, new.U])
+        out.V = np.concatenate([self.V, new.V])
+        out._u_pos = np.concatenate([self._u_pos, np.where(new._u_pos >= 0, new._u_pos + self.u_rows.size, -1)])
+        out._v_pos = np.concatenate([self._v_pos, np.where(new._v_pos >= 0, new._v_pos + self.v_rows.size, -1)])
+        return out
+
     def squared_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """Squared Euclidean lengths :math:`\\|u_q\\|^2` and :math:`\\|v_q\\|^2`, shape (m,) each."""
         a = np.zeros(self.m)
@@ -73,9 +91,25 @@ class QuadrupletGeometry:
         return a, b
 
     def distances(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r""":math:`D_M(i, j)` and :math:`D_M(k, l)` for every constraint, shape (m,) each."""
+        r""":math:`D_M(i, j)` and :math:`D_M(k, l)` for every constraint, shape (m,) each.
+
+        Cost :math:`O(\min(m, n)\, d^2 + m d)`: with more difference vectors than points the
+        product is formed once per point (``X @ M``) and differenced per constraint.
+        """
         a = np.zeros(self.m)
         b = np.zeros(self.m)
+        if self.u_rows.size + self.v_rows.size > self.X.shape[0]:
+            # more difference vectors than points: one product X M (n d^2) and row gathers
+            # (O(m d)) beat one product per difference vector (m d^2).
+            XM = self.X @ M
+            idx = self.constraints.idx
+            if self.u_rows.size:
+                r = self.u_rows
+                a[r] = np.einsum("ij,ij->i", XM[idx[r, 0]] - XM[idx[r, 1]], self.U)
+            if self.v_rows.size:
+                r = self.v_rows
+                b[r] = np.einsum("ij,ij->i", XM[idx[r, 2]] - XM[idx[r, 3]], self.V)
+            return a, b
         if self.u_rows.size:
             a[self.u_rows] = np.einsum("ij,ij->i", self.U @ M, self.U)
         if self.v_rows.size:
@@ -85,7 +119,7 @@ class QuadrupletGeometry:
     def values(self, M: np.ndarray) -> np.ndarray:
         r""":math:`\langle M, C_{ij} - C_{kl}\rangle` for every constraint, shape (m,).
 
-        Cost :math:`O((m_u + m_v) d^2)` (one matrix product per half).
+        Cost: see :meth:`distances`.
         """
         a, b = self.distances(np.asarray(M, dtype=np.float64))
         return a - b
@@ -120,6 +154,8 @@ class QuadrupletGeometry:
             G -= (self.V * coef[self.v_rows, None]).T @ self.V
             return 0.5 * (G + G.T)
         rows = np.asarray(rows, dtype=np.int64)
+        if rows.size > self.X.shape[0]:
+            return self._weighted_sum_laplacian(coef, rows)
         G = np.zeros((self.d, self.d))
         pu = self._u_pos[rows]
         ku = pu >= 0
@@ -180,6 +216,24 @@ class QuadrupletGeometry:
             out -= self.V.T @ (cv * (self.V @ v))
         return out
 
+    def _weighted_sum_laplacian(self, coef: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        r"""The same sum as :math:`X^\top \mathcal{L} X` with the weighted graph Laplacian
+        :math:`\mathcal{L} = \sum \pm c_q (e_a - e_b)(e_a - e_b)^\top` of the pairs: :math:`O(n d^2 + m d)`
+        instead of :math:`O(m d^2)` when there are more constraints than points."""
+        from scipy import sparse
+
+        idx = self.constraints.idx[rows]
+        a = np.concatenate([idx[:, 0], idx[:, 2]])
+        b = np.concatenate([idx[:, 1], idx[:, 3]])
+        w = np.concatenate([coef, -coef])
+        n = self.X.shape[0]
+        # (e_a - e_b)(e_a - e_b)^T = E_aa + E_bb - E_ab - E_ba; degenerate pairs (a == b) cancel
+        lap = sparse.coo_matrix((np.concatenate([w, w, -w, -w]),
+                                 (np.concatenate([a, b, a, b]), np.concatenate([a, b, b, a]))),
+                                shape=(n, n)).tocsr()
+        G = self.X.T @ (lap @ self.X)
+        return 0.5 * (G + G.T)
+
     def svec_matrix(self) -> np.ndarray:
         r"""Rows :math:`a_q` with :math:`\langle M, A_q\rangle = a_q \cdot \mathrm{svec}(M)`, shape (m, d(d+1)/2)."""
         from .linalg import svec_outer
@@ -228,6 +282,19 @@ class HingeLoss:
     @property
     def m(self) -> int:
         return self.geometry.m
+
+    def extended(self, geometry: QuadrupletGeometry, coef: np.ndarray) -> "HingeLoss":
+        """A loss over a grown geometry (``self``'s rows first) that keeps the active set and G.
+
+        The appended rows start inactive; the next :meth:`update` that checks them adds those
+        that are violated to G.
+        """
+        if geometry.m < self.m:
+            raise ValueError("the new geometry must extend this loss's rows, not drop any")
+        out = HingeLoss(geometry, coef)
+        out.active[:self.m] = self.active
+        out.G = self.G.copy()
+        return out
 
     def margins(self, M: np.ndarray) -> np.ndarray:
         r""":math:`\delta_q + \langle M, A_q\rangle` for all constraints."""

@@ -13,6 +13,7 @@ __all__ = [
     "symmetrize",
     "eigh_descending",
     "project_psd",
+    "project_psd_halfspace",
     "psd_factor",
     "numerical_rank",
     "triu_indices",
@@ -65,6 +66,102 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False):
     if return_eig:
         return P, lam, V
     return P
+
+
+#: Relative accuracy of the halfspace constraint at the point returned by
+#: :func:`project_psd_halfspace`: <P, C> is in [b (1 - PROJECTION_RTOL), b] when the constraint is active.
+PROJECTION_RTOL = 1e-12
+#: Root-finding steps of :func:`project_psd_halfspace` before it gives up (each one ``eigh``).
+PROJECTION_MAX_STEPS = 200
+
+
+def project_psd_halfspace(Y: np.ndarray, C: np.ndarray, b: float = 1.0, *, return_tau: bool = False):
+    r"""Exact Euclidean projection onto :math:`K = \{M \succeq 0,\ \langle M, C
+angle \le b\}` (C PSD, b > 0).
+
+    Parameters
+    ----------
+    Y : ndarray, shape (d, d)
+        Symmetric matrix to project.
+    C : ndarray, shape (d, d)
+        Symmetric PSD matrix of the halfspace.
+    b : float
+        Right-hand side, > 0.
+    return_tau : bool
+        Also return the multiplier :math:`	au`.
+
+    Returns
+    -------
+    P : ndarray, shape (d, d)
+        The projection (PSD, :math:`\langle P, C
+angle \le b`).
+    tau : float
+        Only with ``return_tau``.
+
+    Notes
+    -----
+    The KKT conditions of :math:`\min_{M \in K} 	frac12\|M - Y\|_F^2` give
+    :math:`P = \Pi_{\mathbb{S}_+}(Y - 	au C)` with :math:`	au \ge 0` and
+    :math:`	au(\langle P, C
+angle - b) = 0`. :math:`h(	au) = \langle \Pi_{\mathbb{S}_+}(Y - 	au C), C
+angle`
+    is continuous and non-increasing (C PSD) with :math:`h(	au) 	o 0 < b`, so :math:`	au = 0`
+    when :math:`h(0) \le b` and otherwise :math:`	au` is the root of :math:`h(	au) = b`, found by a
+    bracket (doubling) and safeguarded regula falsi (Illinois variant, falling back to
+    bisection). The returned point is the bracket's feasible end: :math:`\langle P, C
+angle \in
+    [b(1 - 	ext{PROJECTION\_RTOL}), b]`. One ``eigh`` per step: the exact projection costs
+    ~10-30 eigendecompositions, and beats alternating projections, which only converge in the
+    limit.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    C = np.asarray(C, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[0] != Y.shape[1] or C.shape != Y.shape:
+        raise ValueError(f"Y and C must be square matrices of the same shape; got {Y.shape} and {C.shape}")
+    if not (np.isfinite(b) and b > 0):
+        raise ValueError(f"b must be finite and > 0; got {b}")
+
+    def h(tau):
+        P = project_psd(Y - tau * C)
+        return P, float(np.vdot(P, C))
+
+    P0, h0 = h(0.0)
+    if h0 <= b:
+        return (P0, 0.0) if return_tau else P0
+    cnorm2 = float(np.vdot(C, C))  # > 0: h(0) > b > 0 needs C != 0
+    lo, f_lo = 0.0, h0 - b
+    hi = (h0 - b) / cnorm2
+    P_hi, h_hi = h(hi)
+    steps = 0
+    while h_hi > b:
+        lo, f_lo = hi, h_hi - b
+        hi *= 2.0
+        P_hi, h_hi = h(hi)
+        steps += 1
+        if steps > PROJECTION_MAX_STEPS:
+            raise RuntimeError("project_psd_halfspace could not bracket the multiplier; is C PSD?")
+    f_hi = h_hi - b
+    side = 0
+    while f_hi < -PROJECTION_RTOL * b and hi - lo > 1e-15 * hi:
+        steps += 1
+        if steps > PROJECTION_MAX_STEPS:
+            break
+        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        if not lo < mid < hi or steps % 8 == 0:
+            mid = 0.5 * (lo + hi)
+        P_mid, h_mid = h(mid)
+        f_mid = h_mid - b
+        if f_mid > 0:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+        else:
+            hi, f_hi, P_hi = mid, f_mid, P_mid
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+    return (P_hi, hi) if return_tau else P_hi
 
 
 def psd_factor(M: np.ndarray, *, rtol: float = 0.0) -> np.ndarray:

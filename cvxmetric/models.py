@@ -74,6 +74,24 @@ class HingeModel:
         """The same model with another linear term (e.g. a refreshed Fantope bound)."""
         return HingeModel(self.geometry, self.coef, np.asarray(R, dtype=np.float64), self.q, self.name)
 
+    def extended(self, constraints: ConstraintSet, coef) -> "HingeModel":
+        r"""The same model with ``constraints`` (hinge coefficients ``coef``) appended.
+
+        Used by solvers that generate constraints on the fly (e.g. LMNN impostors): the rows of
+        ``self`` keep their positions, the new ones follow. The new constraints must index rows
+        of the same data matrix.
+        """
+        if not isinstance(constraints, ConstraintSet):
+            raise TypeError(f"constraints must be a ConstraintSet; got {type(constraints).__name__}")
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (len(constraints),):
+            raise ValueError(f"coef must have shape ({len(constraints)},); got {coef.shape}")
+        if np.any(coef < 0) or not np.all(np.isfinite(coef)):
+            raise ValueError("coef must be finite and non-negative")
+        constraints.validate(self.geometry.X.shape[0], name="constraints", allow_empty=True)
+        geometry = self.geometry.extended(constraints)
+        return HingeModel(geometry, np.concatenate([self.coef, coef]), self.R, self.q, self.name)
+
     def regularizer(self, M: np.ndarray) -> float:
         r""":math:`\langle R, M\rangle + \tfrac q2 \|M\|_F^2`."""
         return float(np.vdot(self.R, M) + 0.5 * self.q * np.vdot(M, M))

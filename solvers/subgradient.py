@@ -33,6 +33,22 @@ checked constraints:
 
 The best point seen (by its full objective) is returned, as subgradient methods are not
 descent methods.
+
+Implicit constraint sets
+------------------------
+When a constraint set is too large to materialise (LMNN's impostor triplets on digits:
+millions), pass ``oracle``: ``oracle(M, lam, V) -> (constraints, coef)`` (or ``None``) must
+return *every* constraint of the implicit set that is violated at ``M`` (margin > 0). The
+model's own rows (possibly none) are always kept; the implicit part of the working set is
+*reset* to the oracle's answer at the start of every epoch (at the epoch's starting point,
+the best point so far) and *grows* by the oracle's answer at every full re-check (every
+``recheck_every`` iterations; constraints with the same indices as a working one are not
+added twice); between re-checks only the working set is evaluated, as in LMNN's own solver.
+Resetting per epoch keeps the working set from carrying, for the whole run, the constraints
+violated by the large early steps. Every objective used to pick the best point is a full one: a full re-check,
+or a candidate scored by one more oracle call. The returned objective is computed from an
+oracle call at the returned point, so it is the objective over the whole implicit set;
+``info["model"]`` is the model with the constraints violated there.
 """
 from __future__ import annotations
 
@@ -69,6 +85,13 @@ AUTO_ACTIVE_SET_MIN = 5000
 STALLED_EPOCHS = 2
 
 ExtraTerm = Callable[[np.ndarray, np.ndarray, np.ndarray], "tuple[float, np.ndarray]"]
+ConstraintOracle = Callable[[np.ndarray, np.ndarray, np.ndarray], "tuple[object, np.ndarray] | None"]
+
+
+def _row_keys(idx: np.ndarray) -> np.ndarray:
+    """One hashable (void) key per constraint row, for set operations on index rows."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    return idx.view(np.dtype((np.void, idx.dtype.itemsize * idx.shape[1]))).ravel()
 
 
 def _initial_scale(model: HingeModel) -> float:
@@ -85,6 +108,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
                           step_scale: float = STEP_SCALE, first_epoch: int = FIRST_EPOCH,
                           active_set="auto", recheck_every: int = RECHECK_EVERY,
                           solver_name: str = "projected-subgradient",
+                          oracle: Optional[ConstraintOracle] = None,
                           callback: Optional[Callable[[int, np.ndarray, float], None]] = None) -> SolverResult:
     r"""Minimise a hinge model (plus an optional extra term) over the PSD cone.
 
@@ -110,7 +134,11 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         Use the LMNN-style working set (``"auto"``: when there are at least
         ``AUTO_ACTIVE_SET_MIN`` constraints).
     recheck_every : int
-        Full re-check period of the working set.
+        Full re-check period of the working set (and of the oracle's search).
+    oracle : callable, optional
+        ``oracle(M, lam, V) -> (ConstraintSet, coef) | None``: all constraints of an implicit
+        constraint set violated at M (see "Implicit constraint sets" in the module docstring);
+        ``lam, V = eigh(M)`` ascending, so a factor of M is free.
     callback : callable, optional
         ``callback(iteration, M, objective)`` after every iteration.
 
@@ -119,7 +147,9 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     SolverResult
         ``M`` is the best point found; ``objective`` its full objective;
         ``history`` the objective at each iterate (over the working set between full checks);
-        ``info`` holds ``epochs``, ``full_checks``, ``working_set_size``, ``step0``.
+        ``info`` holds ``epochs``, ``full_checks``, ``working_set_size``, ``step0``; with an
+        ``oracle`` also ``model`` (the model's rows plus the constraints violated at ``M``),
+        ``oracle_calls``, ``max_working_set`` and ``violated_at_solution``.
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
@@ -131,6 +161,10 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     if active_set not in (True, False, "auto"):
         raise ValueError(f"active_set must be True, False or 'auto'; got {active_set!r}")
     use_ws = active_set is True or (active_set == "auto" and model.m >= AUTO_ACTIVE_SET_MIN)
+    if oracle is not None:
+        if not callable(oracle):
+            raise TypeError(f"oracle must be callable; got {type(oracle).__name__}")
+        use_ws = False  # the model rows are the working set; the oracle is the full check
 
     t_start = time.perf_counter()
     d = model.d
@@ -148,6 +182,45 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         return float(val), grad
 
     hinge = model.hinge()
+    base_model = model
+    oracle_calls, max_ws = 0, 0
+
+    def with_oracle(M, lam, V) -> HingeModel:
+        """The model's own rows plus every implicit constraint violated at M."""
+        nonlocal oracle_calls, max_ws
+        oracle_calls += 1
+        found = oracle(M, lam, V)
+        full = base_model if found is None or len(found[0]) == 0 else base_model.extended(*found)
+        max_ws = max(max_ws, full.m)
+        return full
+
+    def refresh(M, lam, V) -> None:
+        """Reset the working set to the constraints violated at M."""
+        nonlocal model, hinge
+        if oracle is not None:
+            model = with_oracle(M, lam, V)
+            hinge = model.hinge()
+
+    def grow(M, lam, V) -> None:
+        """Add the constraints violated at M that the working set lacks."""
+        nonlocal model, hinge, oracle_calls, max_ws
+        oracle_calls += 1
+        found = oracle(M, lam, V)
+        if found is None or len(found[0]) == 0:
+            return
+        cons, coef = found
+        have = _row_keys(model.constraints.idx)
+        new = ~np.isin(_row_keys(cons.idx), have)
+        if np.any(new):
+            model = model.extended(cons.subset(new), np.asarray(coef)[new])
+            hinge = hinge.extended(model.geometry, model.coef)
+            max_ws = max(max_ws, model.m)
+
+    def full_value(M, lam, V) -> float:
+        m = model if oracle is None else with_oracle(M, lam, V)
+        return m.value(M) + extra_at(M, lam, V)[0]
+
+    refresh(M, lam, V)
     loss, marg = hinge.update(M)
     ext_val, _ = extra_at(M, lam, V)
     best_f = model.regularizer(M) + loss + ext_val
@@ -166,6 +239,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     while n_iter < max_iter and not converged:
         M, lam, V = best
         step0 = step_scale * max(float(np.linalg.norm(M)), s0)
+        refresh(M, lam, V)
         hinge.update(M)
         hinge.recompute()
         _, ext_grad = extra_at(M, lam, V)
@@ -178,15 +252,27 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             g = model.regularizer_grad(M) + hinge.G + ext_grad
             gnorm = float(np.linalg.norm(g))
             if gnorm == 0.0:
-                # 0 is a subgradient on the checked rows: optimal if they are all the rows.
-                if not use_ws or np.all(working):
+                # 0 is a subgradient on the checked rows: optimal if they are all the rows
+                # (with an oracle: if the working set was refreshed at this very point).
+                if oracle is not None:
+                    refresh(M, lam, V)
+                    hinge.update(M)
+                    if np.linalg.norm(model.regularizer_grad(M) + hinge.G + ext_grad) > 0:
+                        continue
+                    zero_subgradient = True
+                elif not use_ws or np.all(working):
                     zero_subgradient = True
                 break
             M, lam, V = project_psd(M - (step0 / np.sqrt(t)) * (g / gnorm), return_eig=True)
             lam = np.maximum(lam, 0.0)
             n_iter += 1
-            full = (not use_ws) or (n_iter % recheck_every == 0)
-            if full:
+            full = (not use_ws and oracle is None) or (n_iter % recheck_every == 0)
+            if oracle is not None:
+                if full:
+                    grow(M, lam, V)
+                    full_checks += 1
+                loss, marg = hinge.update(M)
+            elif full:
                 loss, marg = hinge.update(M)
                 full_checks += 1
                 if use_ws:
@@ -202,7 +288,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             history.append(f)
             if full:
                 if cand is not None:
-                    cf = model.value(cand[0]) + extra_at(*cand)[0]
+                    cf = full_value(*cand)
                     if cf < best_f:
                         best_f, best = cf, cand
                     cand_f, cand = np.inf, None
@@ -213,7 +299,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             if callback is not None:
                 callback(n_iter, M, f)
         if cand is not None:
-            cf = model.value(cand[0]) + extra_at(*cand)[0]
+            cf = full_value(*cand)
             if cf < best_f:
                 best_f, best = cf, cand
         if zero_subgradient:
@@ -226,6 +312,8 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         epoch_len *= 2
 
     M_best, lam_b, V_b = best
+    if oracle is not None:
+        model = with_oracle(M_best, lam_b, V_b)  # the objective over the whole implicit set
     objective = model.value(M_best) + extra_at(M_best, lam_b, V_b)[0]
     elapsed = time.perf_counter() - t_start
     if not converged:
@@ -233,5 +321,8 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     return SolverResult(solver=solver_name, M=M_best, w=None, objective=float(objective), n_iter=n_iter,
                         converged=converged, history=np.asarray(history), time=elapsed,
                         info={"epochs": epochs, "full_checks": full_checks, "active_set": use_ws,
-                              "working_set_size": int(working.sum()), "step0": step0,
-                              "zero_subgradient": zero_subgradient})
+                              "working_set_size": int(model.m if oracle is not None else working.sum()),
+                              "step0": step0, "zero_subgradient": zero_subgradient,
+                              **({"model": model, "oracle_calls": oracle_calls, "max_working_set": max_ws,
+                                  "violated_at_solution": model.m - base_model.m}
+                                 if oracle is not None else {})})

@@ -143,3 +143,16 @@ GAP_BOOSTMETRIC_STAGEWISE = 5e-1
 #: stops with lambda_max(A(u)) - nu ~ 1e-6 and an inexact complementarity term; measured
 #: 1.5e-4 (iris, logistic) to 7e-4 (wine, logistic) while the objective is within 3e-7 of p*.
 KKT_FAST_BOOSTMETRIC = 1e-3
+
+# ----------------------------------------------------------------------------- MMC
+#: MMC scale identity on the ground truth: |p*_min (p*_max)^2 - 1| with both forms solved by
+#: Clarabel at 1e-7 (measured 7e-9 on iris, 3e-7 on wine).
+MMC_SCALE_IDENTITY_RTOL = 1e-5
+
+#: MMC scale identity on the fast solver's own numbers: |f_fast * p_max^2 - 1|. The exact
+#: projection leaves <M_max, C_S> within PROJECTION_RTOL = 1e-12 of 1, so only round-off remains.
+MMC_SCALE_IDENTITY_FAST_RTOL = 1e-9
+
+#: A certified lower bound (MMC's concavity certificate) may exceed Clarabel's p* by at most
+#: Clarabel's own relative accuracy; more would mean a wrong certificate.
+CERTIFICATE_SLACK = 1e-6

@@ -1,0 +1,258 @@
+r"""LMNN's model (Weinberger & Saul 2009; thesis sec. 1.3.4.4; DESIGN §5.2) and its impostor search.
+
+.. math::
+    \min_{M \succeq 0}\ (1 - \mu) \sum_{(i, j) \in S} \langle M, C_{ij}\rangle
+    + \mu \sum_{(i, j, l) \in T} [\text{margin} + \langle M, C_{ij} - C_{il}\rangle]_+ ,
+
+with :math:`S` the ``k`` target neighbours of every point (same class, Euclidean, fixed) and
+:math:`T` all :math:`(i, j, l)`, :math:`(i, j) \in S`, :math:`y_l \ne y_i`. It is a
+:class:`~cvxmetric.models.HingeModel` with the "pull" linear term :math:`R = (1 - \mu)\sum_S C_{ij}`
+and hinge coefficients :math:`\mu` on the triplets.
+
+:math:`|T| = \sum_i k (n - n_{y_i})` is millions for scikit-learn's digits, so the fast solver
+never forms it: :class:`ImpostorSearch` lists the triplets violated at a given :math:`M`
+(``margin + D_M(i, j) - D_M(i, l) > 0``) from a factor :math:`M = L^\top L`, chunk by chunk, and
+:func:`impostor_oracle` turns it into the constraint oracle of
+:func:`solvers.subgradient.projected_subgradient`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_data_matrix, as_labels, check_positive
+from .constraints import ConstraintSet
+from .generators import lmnn_constraints, target_neighbors
+from .hinge import QuadrupletGeometry
+from .linalg import psd_factor
+from .models import HingeModel, pull_matrix
+
+__all__ = ["lmnn_model", "lmnn_pull_model", "check_lmnn_params", "ImpostorSearch", "impostor_oracle",
+           "CHUNK_ELEMENTS", "CANDIDATE_RTOL", "MAX_WORKING_TRIPLETS"]
+
+#: Entries of one (rows x n) block of squared distances in the impostor search (32 MB of float64).
+CHUNK_ELEMENTS = 2 ** 22
+#: The block distances come from the expansion ||a||^2 + ||b||^2 - 2 a.b, whose round-off is about
+#: eps * (||a||^2 + ||b||^2); candidates are kept up to this relative slack and then re-checked with
+#: exact differences, so no violated triplet is lost to cancellation.
+CANDIDATE_RTOL = 1e-8
+#: The oracle refuses to grow a working set beyond this many triplets (each stores two
+#: d-vectors: 2e6 triplets at d = 64 is 2 GB); reaching it means the metric collapsed (e.g. a
+#: start at M = 0, where every triplet is violated).
+MAX_WORKING_TRIPLETS = 2_000_000
+
+
+def check_lmnn_params(mu, margin) -> tuple[float, float]:
+    """Validate LMNN's push weight ``mu`` (in (0, 1)) and ``margin`` (> 0)."""
+    mu = check_positive(mu, "mu")
+    if not mu < 1.0:
+        raise ValueError(f"mu must be in (0, 1) (push weight; the pull weight is 1 - mu); got {mu}")
+    return mu, check_positive(margin, "margin")
+
+
+def _target_pairs(T: np.ndarray) -> np.ndarray:
+    n, k = T.shape
+    return np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
+
+
+def lmnn_pull_model(X, targets: np.ndarray, mu: float, constraints: ConstraintSet | None = None) -> HingeModel:
+    r"""The LMNN :class:`HingeModel` over ``constraints`` (default: none yet).
+
+    ``R = (1 - mu) * sum_S C_ij`` over the target pairs ``targets`` (shape (n k, 2)); the hinge
+    coefficients are the constraint weights (``mu`` for LMNN triplets).
+    """
+    X = as_data_matrix(X)
+    if constraints is None:
+        constraints = ConstraintSet(np.zeros((0, 4), dtype=np.int64), 0.0, 0.0)
+    geometry = QuadrupletGeometry(X, constraints, _validated=True)
+    R = (1.0 - mu) * pull_matrix(X, targets)
+    return HingeModel(geometry, np.array(constraints.weight, dtype=np.float64), R, 0.0, name="lmnn")
+
+
+def lmnn_model(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0) -> HingeModel:
+    r"""LMNN with its full triplet set materialised (small data only; see the module docstring).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    y : array_like, shape (n,)
+        Class labels (at least two classes, each with more than ``k`` points).
+    k : int
+        Target neighbours per point.
+    mu : float
+        Push weight in (0, 1); the pull term has weight ``1 - mu``.
+    margin : float
+        Margin of the triplet hinge (> 0).
+
+    Returns
+    -------
+    HingeModel
+        Rows ordered by (i, target rank, l); ``name == "lmnn"``.
+    """
+    mu, margin = check_lmnn_params(mu, margin)
+    X = as_data_matrix(X)
+    tg, triplets = lmnn_constraints(X, y, k, mu=mu, margin=margin)
+    return lmnn_pull_model(X, tg, mu, triplets)
+
+
+class ImpostorSearch:
+    r"""All LMNN triplets violated at a metric, found without materialising the triplet set.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    y : array_like, shape (n,)
+    k : int
+        Target neighbours per point (:func:`cvxmetric.generators.target_neighbors`).
+    margin : float
+    chunk_elements : int
+        Size of one block of pairwise distances (memory bound of a search).
+
+    Notes
+    -----
+    With :math:`M = L^\top L` and :math:`z_i = L x_i`, triplet :math:`(i, j, l)` is violated iff
+    :math:`\|z_i - z_l\|^2 < \|z_i - z_j\|^2 + \text{margin}`. For a block of points :math:`i` the
+    squared distances to every point are one matrix product; only differently-labelled
+    :math:`l` inside the largest radius :math:`\max_j \|z_i - z_j\|^2 + \text{margin}` are kept,
+    re-measured exactly, and tested against each target. Cost per search
+    :math:`O(n^2 r + n d r)` time, :math:`O(\text{chunk} + |\text{found}|)` memory.
+
+    A triplet is identified by the code :math:`((i k + \text{rank}_j) n + l)`, which orders
+    triplets exactly as :func:`cvxmetric.generators.lmnn_constraints` does.
+    """
+
+    def __init__(self, X, y, k: int = 3, *, margin: float = 1.0, chunk_elements: int = CHUNK_ELEMENTS):
+        self.X = as_data_matrix(X)
+        self.y = as_labels(y, self.X.shape[0])
+        self.targets = target_neighbors(self.X, self.y, k)
+        self.k = int(k)
+        self.margin = check_positive(margin, "margin")
+        if isinstance(chunk_elements, bool) or not isinstance(chunk_elements, (int, np.integer)) \
+                or chunk_elements < 1:
+            raise ValueError(f"chunk_elements must be a positive integer; got {chunk_elements!r}")
+        self.chunk_elements = int(chunk_elements)
+        _, self._label_id = np.unique(self.y, return_inverse=True)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def target_pairs(self) -> np.ndarray:
+        """The pairs ``(i, j)``, j a target of i, shape (n k, 2)."""
+        return _target_pairs(self.targets)
+
+    @property
+    def n_triplets(self) -> int:
+        """Size of the full (implicit) triplet set."""
+        counts = np.bincount(self._label_id)
+        return int(self.k * np.sum(self.n - counts[self._label_id]))
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Triplets ``(i, j, l)`` (shape (t, 3)) of triplet codes."""
+        codes = np.asarray(codes, dtype=np.int64)
+        n, k = self.n, self.k
+        l = codes % n
+        q = codes // n
+        i, rank = q // k, q % k
+        return np.column_stack([i, self.targets[i, rank], l])
+
+    def violated_codes(self, L: np.ndarray, *, return_margins: bool = False):
+        r"""Sorted codes of the triplets with ``margin + D(i, j) - D(i, l) > 0`` at :math:`M = L^\top L`.
+
+        Parameters
+        ----------
+        L : ndarray, shape (r, d)
+            A factor of the metric (``r`` may be smaller than ``d``).
+        return_margins : bool
+            Also return the margins of the violated triplets (aligned with the codes).
+
+        Notes
+        -----
+        Each unordered pair of differently-labelled points is measured once (class ``c``
+        against the classes after it) and tested in both directions (either point as anchor).
+        """
+        L = np.asarray(L, dtype=np.float64)
+        if L.ndim != 2 or L.shape[1] != self.X.shape[1]:
+            raise ValueError(f"L must have shape (r, {self.X.shape[1]}); got {L.shape}")
+        n, k, T = self.n, self.k, self.targets
+        Z = self.X @ L.T
+        sq = np.einsum("ij,ij->i", Z, Z)
+        diff_t = Z[:, None, :] - Z[T]
+        dt = np.einsum("ikr,ikr->ik", diff_t, diff_t)  # (n, k) target distances
+        radius = dt.max(axis=1) + self.margin
+        codes, margins = [], []
+
+        def collect(anchor, other):
+            if anchor.size == 0:
+                return
+            diff = Z[anchor] - Z[other]
+            dil = np.einsum("ij,ij->i", diff, diff)
+            marg = self.margin + dt[anchor] - dil[:, None]  # (c, k)
+            ci, cr = np.nonzero(marg > 0)
+            codes.append((anchor[ci] * k + cr) * n + other[ci])
+            margins.append(marg[ci, cr])
+
+        order = np.argsort(self._label_id, kind="stable")
+        bounds = np.searchsorted(self._label_id[order], np.arange(self._label_id.max() + 2))
+        for c in range(len(bounds) - 2):
+            rows_c, cols = order[bounds[c]:bounds[c + 1]], order[bounds[c + 1]:]
+            step = max(1, self.chunk_elements // max(cols.size, 1))
+            for start in range(0, rows_c.size, step):
+                rows = rows_c[start:start + step]
+                D = sq[rows, None] + sq[None, cols] - 2.0 * (Z[rows] @ Z[cols].T)
+                slack = CANDIDATE_RTOL * (sq[rows, None] + sq[None, cols] + self.margin)
+                D -= slack
+                a, b = np.nonzero(D < radius[rows, None])   # anchor in class c
+                collect(rows[a], cols[b])
+                a, b = np.nonzero(D < radius[None, cols])   # anchor in a later class
+                collect(cols[b], rows[a])
+        if not codes:
+            empty = np.zeros(0, dtype=np.int64)
+            return (empty, np.zeros(0)) if return_margins else empty
+        codes, margins = np.concatenate(codes), np.concatenate(margins)
+        srt = np.argsort(codes)
+        return (codes[srt], margins[srt]) if return_margins else codes[srt]
+
+    def objective(self, M, mu: float) -> float:
+        r"""The LMNN objective at a PSD ``M`` over the *full* implicit triplet set.
+
+        :math:`(1 - \mu) \sum_S D_M(i, j) + \mu \sum_{T} [\text{margin} + D_M(i, j) - D_M(i, l)]_+`,
+        the violated triplets found by the search (nothing is materialised).
+        """
+        L = psd_factor(M)
+        _, marg = self.violated_codes(L, return_margins=True)
+        P = self.target_pairs
+        Z = self.X @ L.T
+        diff = Z[P[:, 0]] - Z[P[:, 1]]
+        return float((1.0 - mu) * np.einsum("ij,ij->", diff, diff) + mu * marg.sum())
+
+    def violated(self, M) -> np.ndarray:
+        """Triplets ``(i, j, l)`` violated at a PSD matrix ``M`` (shape (t, 3), code order)."""
+        return self.decode(self.violated_codes(psd_factor(M)))
+
+
+def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MAX_WORKING_TRIPLETS):
+    r"""The constraint oracle of :func:`solvers.subgradient.projected_subgradient` for LMNN.
+
+    Returns ``oracle(M, lam, V) -> (ConstraintSet, coef) | None``: every LMNN triplet violated
+    at ``M`` (weight and coefficient ``mu``, margin ``search.margin``), in code order. The factor
+    comes from the eigendecomposition the engine already did:
+    :math:`L = \mathrm{diag}(\sqrt{\lambda_+})\, V^\top`. Raises ``RuntimeError`` when more than
+    ``max_triplets`` triplets are violated (the metric collapsed; see ``MAX_WORKING_TRIPLETS``).
+    """
+    def oracle(M, lam, V):
+        pos = lam > 0
+        L = (V[:, pos] * np.sqrt(lam[pos])).T
+        codes = search.violated_codes(L)
+        if codes.size == 0:
+            return None
+        if codes.size > max_triplets:
+            raise RuntimeError(
+                f"{codes.size} LMNN triplets are violated at the current metric (> max_triplets = "
+                f"{max_triplets}): the metric collapsed; start from a larger M0 (e.g. the identity), "
+                "take smaller steps, or raise max_triplets if memory allows"
+            )
+        return (ConstraintSet.from_triplets(search.decode(codes), delta=search.margin, weight=mu),
+                np.full(codes.size, mu))
+
+    return oracle

@@ -1,0 +1,184 @@
+r"""Fast MMC (DESIGN §5.1): projected gradient ascent on the max form with the exact projection.
+
+Solves
+
+.. math:: p^*_{\max} = \max_{M \in K} g(M) = \sum_D w_p \sqrt{\langle M, C_p\rangle},
+          \qquad K = \{M \succeq 0,\ \langle M, C_S\rangle \le 1\},
+
+and reports the min form (:mod:`cvxmetric.mmc`): :math:`M_{\min} = M / g(M)^2`, objective
+:math:`\langle M_{\min}, C_S\rangle`, and :math:`p^*_{\min} = 1/(p^*_{\max})^2`.
+
+Algorithm
+---------
+Projected gradient ascent :math:`M^+ = \Pi_K(M + t\,\nabla g(M))` with the *exact* projection
+:func:`cvxmetric.linalg.project_psd_halfspace` (:math:`\Pi_{\mathbb{S}_+}(Y - \tau C_S)`, :math:`\tau`
+by safeguarded root finding), Barzilai–Borwein trial steps and backtracking until the
+sufficient-ascent condition :math:`g(M^+) \ge g(M) + \langle \nabla g, M^+ - M\rangle - \|M^+ - M\|^2/(2t)`
+holds. :math:`g` is concave, smooth where every dissimilar distance is positive (the start
+:math:`M_0 \propto` the projector on the range of :math:`C_S` has them all positive, and
+:math:`\sqrt{\cdot}`'s infinite slope at 0 keeps them so).
+
+Whitening (``whiten=True``, the default): MMC is invariant under invertible linear maps of the
+data (:math:`M \mapsto A M A^\top`), and with :math:`B = Q_r \Lambda_r^{-1/2}` (eigenpairs of
+:math:`C_S` on its range, :attr:`cvxmetric.mmc.MMCModel.range_basis`) the data :math:`XB` has
+:math:`C_S = I_r`. The same ascent then runs on :math:`N` with :math:`M = B N B^\top`; its exact projection
+onto :math:`\{N \succeq 0, \operatorname{tr} N \le 1\}` is still :math:`\Pi_{\mathbb{S}_+}(Y - \tau C_S)` with
+:math:`C_S = I`. It is a preconditioner: on digits (64 pixels, :math:`C_S` with eigenvalues over
+many decades) the unwhitened ascent stalls at a 1e-2 certified gap after 5,000 iterations.
+``whiten=False`` runs the ascent in the original coordinates.
+
+Stopping rule — a *certified* gap: concavity gives
+:math:`p^*_{\max} \le u(M) = g(M) - \langle \nabla g, M\rangle + \max_{K}\langle \nabla g, \cdot\rangle`
+(one generalized eigenvalue, :meth:`cvxmetric.mmc.MMCModel.certificate`), hence
+:math:`p^*_{\min} \ge 1/u^2`; the solver stops when the min-form objective is within ``tol``
+(relative) of that bound: :math:`f_{\min}\,u^2 - 1 \le \text{tol}`.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_positive
+from cvxmetric.constraints import ConstraintSet
+from cvxmetric.linalg import project_psd_halfspace
+from cvxmetric.mmc import MMCModel
+
+from .result import SolverResult, warn_not_converged
+
+__all__ = ["solve_mmc", "mmc_ascent", "DEFAULT_TOL", "CHECK_EVERY"]
+
+#: Certified relative gap on the min-form objective at which the ascent stops (the harness
+#: requires 1e-3 against Clarabel; the certificate is an upper bound on the true gap).
+DEFAULT_TOL = 1e-5
+#: Iterations between two certificates (each costs one eigendecomposition of size rank(C_S)).
+CHECK_EVERY = 5
+#: Smallest trial step relative to the first one before the line search gives up.
+MIN_STEP_RATIO = 1e-14
+
+
+def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: int = 5000,
+               check_every: int = CHECK_EVERY, whiten: bool = True, callback=None) -> SolverResult:
+    r"""Maximise :math:`g` over :math:`K` (see the module docstring); return the *min-form* point.
+
+    Parameters
+    ----------
+    model : MMCModel
+    M0 : array_like, shape (d, d), optional
+        PSD start (projected onto K); default: the projector on range(C_S), scaled onto
+        :math:`\langle M, C_S\rangle = 1`.
+    tol : float
+        Certified relative gap of the min-form objective.
+    max_iter : int
+        Iteration limit (a :class:`~cvxmetric.exceptions.ConvergenceWarning` when reached).
+    check_every : int
+        Period of the certificate.
+    whiten : bool
+        Run the ascent in coordinates where :math:`C_S = I` (see the module docstring).
+    callback : callable, optional
+        ``callback(iteration, M, g)`` after every iteration, ``M`` in the ascent's coordinates
+        (the whitened ``N``, where :math:`\langle N, C_S\rangle = \operatorname{tr} N`, when ``whiten``).
+
+    Returns
+    -------
+    SolverResult
+        ``M`` the min-form point :math:`M_{\max}/g^2`, ``objective`` its min-form value,
+        ``history`` the max-form value :math:`g` per iteration; ``info``: ``p_max`` (=
+        :math:`g(M_{\max})`), ``p_max_upper`` (certified upper bound), ``p_min_lower``
+        (:math:`1/u^2`, certified lower bound on :math:`p^*_{\min}`), ``certified_gap``,
+        ``M_max``, ``projections``, ``whiten``.
+    """
+    if not isinstance(model, MMCModel):
+        raise TypeError(f"model must be an MMCModel; got {type(model).__name__}")
+    tol = check_positive(tol, "tol")
+    max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**9)
+    check_every = check_int_in_range(check_every, "check_every", 1, 10**9)
+    if not isinstance(whiten, bool):
+        raise TypeError(f"whiten must be True or False; got {whiten!r}")
+    t_start = time.perf_counter()
+    if M0 is not None:
+        M0 = as_square_symmetric(M0, "M0", d=model.d, psd=True)
+    if whiten:
+        B = model.range_basis
+        inner = MMCModel(model.X @ B, model.constraints)
+        Binv = np.linalg.pinv(B)
+        N, info = _ascent(inner, None if M0 is None else Binv @ M0 @ Binv.T, tol, max_iter, check_every,
+                          callback)
+        M = B @ N @ B.T
+        M = 0.5 * (M + M.T)
+    else:
+        M, info = _ascent(model, M0, tol, max_iter, check_every, callback)
+    # the certificate of the returned point, in the original coordinates
+    g, upper = model.certificate(M)
+    f_max = model.similar_sum(M)
+    gap = (f_max / g ** 2) * upper ** 2 - 1.0
+    converged = gap <= tol
+    M_min = M / g ** 2
+    objective = model.value(M_min)
+    elapsed = time.perf_counter() - t_start
+    if not converged:
+        warn_not_converged("mmc-ascent", info["n_iter"], f"certified gap {gap:.3g} > tol {tol:.3g}")
+    return SolverResult(solver="mmc-ascent", M=M_min, w=None, objective=float(objective), n_iter=info["n_iter"],
+                        converged=converged, history=info["history"], time=elapsed,
+                        info={"p_max": g, "p_max_upper": float(upper), "p_min_lower": 1.0 / upper ** 2,
+                              "certified_gap": float(gap), "M_max": M, "projections": info["projections"],
+                              "f_max_form": f_max, "whiten": whiten})
+
+
+def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
+    """The projected gradient ascent of :func:`mmc_ascent` in the model's own coordinates."""
+    CS = model.CS
+    if M0 is None:
+        M = model.range_projector / model.similar_sum(model.range_projector)
+    else:
+        M = project_psd_halfspace(M0, CS)
+    D = model.dissimilar_distances(M)
+    if np.any(D <= 0):
+        raise ValueError("M0 gives a dissimilar pair distance 0, where g is not differentiable; "
+                         "start from a positive definite M0 (or the default)")
+    g = float(model.wD @ np.sqrt(D))
+    G = model.gradient(M, D)
+    t = 1.0 / max(float(np.linalg.norm(G)), 1e-300) * float(np.linalg.norm(M))
+    t_first = t
+    history = [g]
+    n_iter, projections = 0, 0
+
+    def certified_gap(M, g, G):
+        u = g - float(np.vdot(G, M)) + model.linear_max(G)
+        return model.similar_sum(M) / g ** 2 * u ** 2 - 1.0
+
+    while n_iter < max_iter:
+        if n_iter % check_every == 0 and certified_gap(M, g, G) <= tol:
+            break
+        while True:
+            Mn = project_psd_halfspace(M + t * G, CS)
+            projections += 1
+            Dn = model.dissimilar_distances(Mn)
+            gn = float(model.wD @ np.sqrt(Dn))
+            S = Mn - M
+            ss = float(np.vdot(S, S))
+            if np.all(Dn > 0) and gn >= g + float(np.vdot(G, S)) - ss / (2.0 * t) - 1e-15 * abs(g):
+                break
+            t *= 0.5
+            if t < MIN_STEP_RATIO * t_first:
+                break
+        if t < MIN_STEP_RATIO * t_first or ss == 0.0:
+            break
+        Gn = model.gradient(Mn, Dn)
+        Y = Gn - G
+        sy = -float(np.vdot(S, Y))  # >= 0 for concave g
+        M, D, g, G = Mn, Dn, gn, Gn
+        t = ss / sy if sy > 0 else 2.0 * t
+        n_iter += 1
+        history.append(g)
+        if callback is not None:
+            callback(n_iter, M, g)
+    return M, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections}
+
+
+def solve_mmc(X, constraints: ConstraintSet, **options) -> SolverResult:
+    """MMC on ``X`` with the pairs of ``constraints`` (see :class:`cvxmetric.mmc.MMCModel`).
+
+    ``options`` go to :func:`mmc_ascent` (``tol``, ``max_iter``, ``M0``, ...).
+    """
+    return mmc_ascent(MMCModel(X, constraints), **options)

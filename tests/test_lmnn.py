@@ -1,0 +1,267 @@
+"""LMNN: ground truth vs fast solver, the on-the-fly impostor search, the engine's oracle, bad input."""
+import warnings
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cvxmetric.constraints import ConstraintSet
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.generators import lmnn_constraints
+from cvxmetric.hinge import HingeLoss, QuadrupletGeometry
+from cvxmetric.instances import get_instance, list_instances
+from cvxmetric.lmnn import ImpostorSearch, impostor_oracle, lmnn_model, lmnn_pull_model
+from cvxmetric.linalg import project_psd, psd_factor, random_psd
+from formulations.lmnn import build_lmnn
+from solvers.lmnn import solve_lmnn
+from solvers.subgradient import projected_subgradient
+from verification.kkt import hinge_kkt_truth
+from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL, VALUE_AT_RTOL
+
+INSTANCES = list_instances("lmnn", default_only=True)
+
+
+def _params(inst):
+    return {k: inst.params[k] for k in ("k", "mu", "margin")}
+
+
+@lru_cache(maxsize=None)
+def _truth(name):
+    inst = get_instance("lmnn", name)
+    form = build_lmnn(inst.X, inst.y, **_params(inst))
+    sol = form.solve("CLARABEL")
+    assert sol.ok, sol.status
+    return form, sol
+
+
+def _small(seed=0, n_per=6, d=3, classes=3):
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.standard_normal((n_per, d)) + 1.5 * c for c in range(classes)])
+    return X, np.repeat(np.arange(classes), n_per)
+
+
+def test_instances_are_small_enough_for_clarabel():
+    assert set(INSTANCES) == {"iris-sub", "wine-sub", "syn-blobs"}
+    for name in INSTANCES:
+        inst = get_instance("lmnn", name)
+        assert inst.n_constraints <= 2000 and inst.d <= 20
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", INSTANCES)
+def test_search_solver_matches_clarabel(name, seed):
+    """The on-the-fly solver reaches Clarabel's optimum (gap <= 1e-3) from different starts."""
+    inst = get_instance("lmnn", name)
+    form, sol = _truth(name)
+    M0 = np.eye(inst.d) + (0.0 if seed == 0 else random_psd(inst.d, seed=seed))
+    with warnings.catch_warnings():
+        # from a random start the stall rule may need one more (doubling) epoch than max_iter
+        # allows; the gap below is what is asserted
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = solve_lmnn(inst.X, inst.y, impostors="search", M0=M0, **_params(inst))
+    f = form.value_at(res.M)
+    assert res.converged or seed != 0
+    assert abs(f - res.objective) <= VALUE_AT_RTOL * max(1.0, abs(f))
+    gap = (f - sol.value) / max(1.0, abs(sol.value))
+    assert -GAP_NEGATIVE_SLACK <= gap <= GAP_FIRST_ORDER
+    # the returned working set holds every triplet violated at M (brute force over T)
+    idx = form.model.constraints.idx[form.model.margins(res.M) > 0]
+    ws = res.info["model"].constraints.idx
+    assert {tuple(r) for r in idx} <= {tuple(r) for r in ws}
+    assert res.info["violated_at_solution"] == len(idx)
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_ground_truth_kkt(name):
+    form, sol = _truth(name)
+    assert max(hinge_kkt_truth(form, sol).values()) <= KKT_TRUTH_TOL
+
+
+def test_materialised_solver_matches_clarabel():
+    inst = get_instance("lmnn", "iris-sub")
+    form, sol = _truth("iris-sub")
+    res = solve_lmnn(inst.X, inst.y, impostors="materialised", **_params(inst))
+    gap = (form.value_at(res.M) - sol.value) / max(1.0, abs(sol.value))
+    assert -GAP_NEGATIVE_SLACK <= gap <= GAP_FIRST_ORDER
+
+
+def test_wrong_solver_would_fail():
+    """The agreement check is sharp: the Euclidean metric or a 10 % rescaling of M* fails it."""
+    inst = get_instance("lmnn", "wine-sub")
+    form, sol = _truth("wine-sub")
+    assert (form.value_at(np.eye(inst.d)) - sol.value) / sol.value > GAP_FIRST_ORDER
+    assert (form.value_at(1.1 * sol.point) - sol.value) / sol.value > GAP_FIRST_ORDER
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_value_at_equals_model_and_implicit_objective(name):
+    inst = get_instance("lmnn", name)
+    form, _ = _truth(name)
+    search = ImpostorSearch(inst.X, inst.y, inst.params["k"], margin=inst.params["margin"])
+    rng = np.random.default_rng(7)
+    for t in range(4):
+        M = random_psd(inst.d, rank=1 + t, seed=rng, scale=0.3 * (t + 1))
+        v = form.value_at(M)
+        assert abs(form.model.value(M) - v) <= VALUE_AT_RTOL * max(1.0, v)
+        assert abs(search.objective(M, inst.params["mu"]) - v) <= VALUE_AT_RTOL * max(1.0, v)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_search_equals_brute_force(seed):
+    """The chunked impostor search lists exactly the violated triplets, with their margins."""
+    X, y = _small(seed, n_per=7, d=4)
+    k = 2
+    _, trip = lmnn_constraints(X, y, k, margin=1.0)
+    geom = QuadrupletGeometry(X, trip)
+    search = ImpostorSearch(X, y, k, margin=1.0, chunk_elements=5)  # many small chunks
+    rng = np.random.default_rng(seed)
+    for rank in (1, 2, 4):
+        M = random_psd(4, rank=rank, seed=rng, scale=0.5)
+        marg = 1.0 + geom.values(M)
+        brute = trip.idx[marg > 0][:, [0, 1, 3]]
+        codes, found_marg = search.violated_codes(psd_factor(M), return_margins=True)
+        np.testing.assert_array_equal(search.decode(codes), brute)
+        np.testing.assert_allclose(found_marg, marg[marg > 0], rtol=1e-10, atol=1e-12)
+    assert search.n_triplets == len(trip)
+
+
+def test_search_at_zero_metric_lists_every_triplet():
+    X, y = _small(3)
+    search = ImpostorSearch(X, y, 2)
+    assert search.violated(np.zeros((3, 3))).shape[0] == search.n_triplets
+
+
+def test_oracle_bounds_the_working_set():
+    X, y = _small(4)
+    search = ImpostorSearch(X, y, 2)
+    oracle = impostor_oracle(search, 0.5, max_triplets=10)
+    lam, V = np.zeros(3), np.eye(3)
+    with pytest.raises(RuntimeError, match="max_triplets"):
+        oracle(np.zeros((3, 3)), lam, V)
+
+
+def test_engine_oracle_equals_materialised_model():
+    """The engine with an oracle over a materialised set reaches the same optimum as without."""
+    X, y = _small(5)
+    full = lmnn_model(X, y, 2)
+    base = lmnn_pull_model(X, ImpostorSearch(X, y, 2).target_pairs, 0.5)
+
+    def oracle(M, lam, V):
+        viol = full.margins(M) > 0
+        return full.constraints.subset(viol), full.coef[viol]
+
+    a = projected_subgradient(full, M0=np.eye(3), active_set=False)
+    b = projected_subgradient(base, M0=np.eye(3), oracle=oracle)
+    assert b.info["oracle_calls"] > 0
+    assert abs(b.objective - full.value(b.M)) <= 1e-12 * max(1.0, b.objective)
+    assert abs(a.objective - b.objective) <= GAP_FIRST_ORDER * max(1.0, a.objective)
+
+
+@given(st.integers(0, 10_000), st.integers(1, 6))
+def test_geometry_fast_paths_match_naive_sums(seed, rank):
+    """X M gathers and the graph-Laplacian sum (used when m > n) equal the per-row formulas."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((6, 4))
+    q = rng.integers(0, 6, size=(20, 4))
+    q = q[~((q[:, 0] == q[:, 1]) & (q[:, 2] == q[:, 3]))]
+    geom = QuadrupletGeometry(X, ConstraintSet.from_quadruplets(q))
+    M = random_psd(4, rank=min(rank, 4), seed=rng)
+    c = rng.random(len(q))
+    naive_v = np.array([(X[i] - X[j]) @ M @ (X[i] - X[j]) - (X[k] - X[l]) @ M @ (X[k] - X[l]) for i, j, k, l in q])
+    naive_G = sum(cc * (np.outer(X[i] - X[j], X[i] - X[j]) - np.outer(X[k] - X[l], X[k] - X[l]))
+                  for cc, (i, j, k, l) in zip(c, q))
+    np.testing.assert_allclose(geom.values(M), naive_v, atol=1e-10)
+    np.testing.assert_allclose(geom.weighted_sum(c), naive_G, atol=1e-10)
+
+
+def test_extended_geometry_and_hinge_keep_rows():
+    X, y = _small(6)
+    _, trip = lmnn_constraints(X, y, 2)
+    a, b = trip.subset(np.arange(10)), trip.subset(np.arange(10, 30))
+    ga = QuadrupletGeometry(X, a)
+    g = ga.extended(b)
+    ref = QuadrupletGeometry(X, a + b)
+    M = random_psd(3, seed=1)
+    np.testing.assert_allclose(g.values(M), ref.values(M), atol=1e-12)
+    h = HingeLoss(ga, np.ones(10))
+    h.update(M)
+    h2 = h.extended(g, np.ones(30))
+    h2.update(M)
+    full = HingeLoss(ref, np.ones(30))
+    full.update(M)
+    np.testing.assert_allclose(h2.G, full.G, atol=1e-10)
+
+
+def test_inputs_are_not_modified():
+    X, y = _small(8)
+    X0, y0 = X.copy(), y.copy()
+    M0 = np.eye(3)
+    with pytest.warns(ConvergenceWarning, match="stopped after 50 iterations"):
+        res = solve_lmnn(X, y, 2, M0=M0, max_iter=50, tol=1.0)
+    assert not res.converged
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(M0, np.eye(3))
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("fn", [
+    lambda X, y: solve_lmnn(X, y, 6),
+    lambda X, y: build_lmnn(X, y, 6),
+    lambda X, y: ImpostorSearch(X, y, 6),
+])
+def test_k_at_least_class_size(fn):
+    X, y = _small(0, n_per=6)
+    with pytest.raises(ValueError, match="k must be in"):
+        fn(X, y)
+
+
+def test_single_class():
+    X, _ = _small(0)
+    with pytest.raises(ValueError, match="single class"):
+        solve_lmnn(X, np.zeros(len(X)), 2)
+
+
+def test_labels_of_wrong_length():
+    X, y = _small(0)
+    with pytest.raises(ValueError, match="labels but X has"):
+        solve_lmnn(X, y[:-1], 2)
+    with pytest.raises(ValueError, match="1-D"):
+        build_lmnn(X, y[:, None], 2)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"mu": 1.0}, "mu must be in"), ({"mu": 0.0}, "mu must be > 0"), ({"margin": 0.0}, "margin must be > 0"),
+    ({"impostors": "all"}, "impostors must be one of"),
+])
+def test_bad_parameters(kw, match):
+    X, y = _small(0)
+    with pytest.raises(ValueError, match=match):
+        solve_lmnn(X, y, 2, **kw)
+
+
+def test_bad_k_type_and_start():
+    X, y = _small(0)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        solve_lmnn(X, y, 2.5)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        solve_lmnn(X, y, 2, M0=-np.eye(3))
+    with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
+        solve_lmnn(X, y, 2, M0=np.eye(4))
+    with pytest.raises(ValueError, match="NaN"):
+        solve_lmnn(np.where(X > 1, np.nan, X), y, 2)
+
+
+def test_search_factor_shape_checked():
+    X, y = _small(0)
+    with pytest.raises(ValueError, match="L must have shape"):
+        ImpostorSearch(X, y, 2).violated_codes(np.eye(4))
+
+
+def test_psd_projection_of_result():
+    X, y = _small(1)
+    with pytest.warns(ConvergenceWarning):
+        res = solve_lmnn(X, y, 2, max_iter=200, tol=1e-2)
+    np.testing.assert_allclose(project_psd(res.M), res.M, atol=1e-12)

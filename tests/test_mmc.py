@@ -1,0 +1,220 @@
+"""MMC: min-form ground truth vs the max-form ascent, the exact projection, the scale identity, bad input."""
+from functools import lru_cache
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cvxmetric.constraints import ConstraintSet
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.instances import get_instance, list_instances
+from cvxmetric.instances.mmc import mmc_pairs
+from cvxmetric.linalg import project_psd_halfspace, random_psd
+from cvxmetric.mmc import MMCModel, min_form_value
+from formulations.mmc import build_mmc, build_mmc_max
+from solvers.mmc import solve_mmc
+from verification.methods.mmc import mmc_kkt_fast, mmc_kkt_truth
+from verification.tolerances import (GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL,
+                                     MMC_SCALE_IDENTITY_RTOL, VALUE_AT_RTOL)
+
+INSTANCES = list_instances("mmc", default_only=True)
+
+
+@lru_cache(maxsize=None)
+def _truth(name):
+    inst = get_instance("mmc", name)
+    form = build_mmc(inst.X, inst.constraints)
+    sol = form.solve("CLARABEL")
+    assert sol.ok, sol.status
+    return form, sol
+
+
+def _blobs(seed=0, n_per=15, d=4):
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.standard_normal((n_per, d)) + c for c in range(3)])
+    return X, np.repeat(np.arange(3), n_per)
+
+
+@pytest.mark.parametrize("whiten", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", INSTANCES)
+def test_fast_matches_clarabel(name, seed, whiten):
+    """From the default start and from a random PD start: gap <= 1e-3, value_at agrees, the
+    certificate brackets Clarabel's optimum."""
+    inst = get_instance("mmc", name)
+    form, sol = _truth(name)
+    M0 = None if seed == 0 else random_psd(inst.d, seed=seed) + 0.1 * np.eye(inst.d)
+    res = solve_mmc(inst.X, inst.constraints, M0=M0, whiten=whiten)
+    assert res.converged and res.info["whiten"] is whiten
+    f = form.value_at(res.M)
+    assert abs(f - res.objective) <= VALUE_AT_RTOL * max(1.0, abs(f))
+    gap = (f - sol.value) / max(1.0, abs(sol.value))
+    assert -GAP_NEGATIVE_SLACK <= gap <= GAP_FIRST_ORDER
+    assert res.info["p_min_lower"] <= sol.value * (1 + 1e-6)
+    assert abs(res.objective * res.info["p_max"] ** 2 - 1.0) <= 1e-9
+    assert mmc_kkt_fast(form, res.M) <= GAP_FIRST_ORDER
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_ground_truth_kkt_and_scale_identity(name):
+    inst = get_instance("mmc", name)
+    form, sol = _truth(name)
+    assert max(mmc_kkt_truth(form, sol).values()) <= KKT_TRUTH_TOL
+    mx = build_mmc_max(inst.X, inst.constraints).solve("CLARABEL")
+    assert mx.ok
+    assert abs(sol.value * mx.value ** 2 - 1.0) <= MMC_SCALE_IDENTITY_RTOL
+    # the dual of the dissimilar constraint is 2 p* (homogeneity)
+    assert abs(float(sol.duals["dissimilar"]) / 2 - sol.value) <= 1e-4 * sol.value
+
+
+def test_wrong_solver_would_fail():
+    inst = get_instance("mmc", "wine")
+    form, sol = _truth("wine")
+    model = form.model
+    assert (form.value_at(model.to_min_form(np.eye(inst.d))) - sol.value) / sol.value > GAP_FIRST_ORDER
+    P = sol.point + 0.02 * np.linalg.norm(sol.point) * random_psd(inst.d, rank=1, seed=3)
+    assert (form.value_at(model.to_min_form(P)) - sol.value) / sol.value > GAP_FIRST_ORDER
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_value_at_equals_model_value(name):
+    """value_at (cvxpy expressions) == the numpy model, at feasible and infeasible random M."""
+    inst = get_instance("mmc", name)
+    form, _ = _truth(name)
+    model = form.model
+    rng = np.random.default_rng(11)
+    for t in range(5):
+        M = random_psd(inst.d, rank=1 + t % inst.d, seed=rng, scale=10.0 ** (t - 2))
+        v = form.value_at(M)
+        assert abs(model.value(M) - v) <= VALUE_AT_RTOL * max(1.0, v)
+        g = model.dissimilar_sum(M)
+        if g < 1:  # infeasible: the objective of the smallest feasible rescaling M / g^2
+            assert abs(v - model.similar_sum(M) / g ** 2) <= 1e-12 * v
+            assert abs(v - form.value_at(model.to_min_form(M))) <= 1e-9 * v
+        else:
+            assert abs(v - model.similar_sum(M)) <= 1e-12 * max(1.0, v)
+
+
+def test_min_form_value_definition():
+    assert min_form_value(3.0, 2.0) == 3.0
+    assert min_form_value(3.0, 0.5) == 12.0
+    assert min_form_value(3.0, 0.0) == float("inf")
+
+
+# ----------------------------------------------------------------------------- projection
+@st.composite
+def _projection_case(draw):
+    d = draw(st.integers(1, 6))
+    seed = draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    Y = rng.standard_normal((d, d)) * draw(st.sampled_from([0.1, 1.0, 10.0]))
+    Y = Y + Y.T
+    C = random_psd(d, rank=draw(st.integers(1, d)), seed=rng)
+    b = draw(st.sampled_from([0.01, 1.0, 5.0]))
+    return Y, C, b, rng
+
+
+@given(_projection_case())
+def test_exact_projection_is_the_projection(case):
+    """Feasible, and the KKT conditions of min ||P - Y||^2 over {P >= 0, <P, C> <= b} hold:
+    P = Pi_psd(Y - tau C), Z = P - (Y - tau C) >= 0, <Z, P> = 0, tau >= 0, tau (<P, C> - b) = 0;
+    hence the variational inequality <Y - P, Q - P> <= 0 for feasible Q."""
+    Y, C, b, rng = case
+    P, tau = project_psd_halfspace(Y, C, b, return_tau=True)
+    scale = max(1.0, float(np.linalg.norm(Y)))
+    assert np.linalg.eigvalsh(P)[0] >= -1e-10 * scale
+    assert np.vdot(P, C) <= b * (1 + 1e-12)
+    assert tau >= 0
+    Z = P - (Y - tau * C)
+    assert np.linalg.eigvalsh(Z)[0] >= -1e-9 * scale
+    assert abs(np.vdot(Z, P)) <= 1e-8 * scale ** 2
+    assert tau * abs(np.vdot(P, C) - b) <= 1e-9 * max(1.0, tau) * b
+    for _ in range(5):
+        Q = random_psd(Y.shape[0], seed=rng)
+        q = float(np.vdot(Q, C))
+        if q > b:
+            Q = Q * (b / q)
+        assert np.vdot(Y - P, Q - P) <= 1e-8 * scale ** 2
+
+
+def test_exact_projection_matches_cvxpy():
+    rng = np.random.default_rng(5)
+    for d in (3, 5):
+        Y = rng.standard_normal((d, d))
+        Y = 3 * (Y + Y.T)
+        C = random_psd(d, rank=d - 1, seed=rng)
+        P = project_psd_halfspace(Y, C)
+        M = cp.Variable((d, d), symmetric=True)
+        cp.Problem(cp.Minimize(cp.sum_squares(M - Y)), [M >> 0, cp.trace(C @ M) <= 1]).solve(
+            solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+        np.testing.assert_allclose(P, M.value, atol=1e-5)
+
+
+def test_projection_inside_is_identity_and_bad_input():
+    C = np.eye(3)
+    P = 0.1 * np.eye(3)
+    np.testing.assert_allclose(project_psd_halfspace(P, C), P, atol=1e-15)
+    with pytest.raises(ValueError, match="b must be"):
+        project_psd_halfspace(P, C, b=0.0)
+    with pytest.raises(ValueError, match="same shape"):
+        project_psd_halfspace(P, np.eye(2))
+    Y = np.diag([2.0, -1.0, 0.5])
+    np.testing.assert_allclose(project_psd_halfspace(Y, np.zeros((3, 3))), np.diag([2.0, 0.0, 0.5]))
+
+
+def test_certificate_is_an_upper_bound_everywhere():
+    """p_max <= the concavity certificate at any feasible point (checked against Clarabel)."""
+    inst = get_instance("mmc", "iris")
+    model = MMCModel(inst.X, inst.constraints)
+    mx = build_mmc_max(inst.X, inst.constraints).solve("CLARABEL")
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        M = random_psd(inst.d, seed=rng) + 0.01 * np.eye(inst.d)
+        g, upper = model.certificate(M)
+        assert g <= mx.value * (1 + 1e-7) and upper >= mx.value * (1 - 1e-7)
+
+
+def test_non_convergence_warns_and_inputs_unchanged():
+    X, y = _blobs(1)
+    cons = mmc_pairs(y, 30, 30, seed=1)
+    X0 = X.copy()
+    with pytest.warns(ConvergenceWarning, match="certified gap"):
+        res = solve_mmc(X, cons, max_iter=1, tol=1e-14)
+    assert not res.converged
+    np.testing.assert_array_equal(X, X0)
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_constraint_sets():
+    X, y = _blobs(0)
+    with pytest.raises(ValueError, match="relative"):
+        solve_mmc(X, ConstraintSet.from_triplets([[0, 1, 20]]))
+    dis = ConstraintSet.from_pairs([[0, 20]], similar=False, bound=1.0)
+    sim = ConstraintSet.from_pairs([[0, 1]], similar=True, bound=1.0)
+    with pytest.raises(ValueError, match="at least one similar pair"):
+        build_mmc(X, dis)
+    with pytest.raises(ValueError, match="dissimilar pair"):
+        solve_mmc(X, sim)
+    with pytest.raises(ValueError, match="degenerate"):
+        solve_mmc(X, sim + dis)  # one similar pair spans 1 of 4 dimensions
+    with pytest.raises(TypeError, match="ConstraintSet"):
+        solve_mmc(X, [[0, 1]])
+    with pytest.raises(ValueError, match="indexes a row"):
+        solve_mmc(X[:10], mmc_pairs(y, 30, 30, seed=0))
+
+
+def test_bad_solver_options():
+    X, y = _blobs(0)
+    cons = mmc_pairs(y, 30, 30, seed=0)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        solve_mmc(X, cons, M0=-np.eye(4))
+    with pytest.raises(ValueError, match="tol must be > 0"):
+        solve_mmc(X, cons, tol=0.0)
+    with pytest.raises(ValueError, match="max_iter"):
+        solve_mmc(X, cons, max_iter=0)
+    with pytest.raises(ValueError, match="shape"):
+        build_mmc(X, cons).value_at(np.eye(3))
+    with pytest.raises(TypeError, match="whiten"):
+        solve_mmc(X, cons, whiten="yes")
