@@ -164,7 +164,7 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
                               chunk_elements=search.chunk_elements)
 
     def candidates(L):
-        """(codes violated or near-active, number strictly violated) at M = L^T L."""
+        """Codes violated or near-active at M = L^T L, their wide margins, and the strictly violated codes."""
         codes, marg = wide.violated_codes(L, return_margins=True)
         strict = marg > margin * ws_slack
         return codes, marg, codes[strict]
