@@ -5,6 +5,7 @@ Run from the repository root (metric-learn lives in its own venv, see ``benchmar
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc    # everything (digits LMNN: ~5 min)
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc --methods mmc --datasets iris wine
     ... --lmnn-tols 1e-2 1e-3                                     # also a tighter LMNN solve
+    ... --lmnn-pdhg-tols 1e-3 1e-4                                # constraint generation + PDHG rows
 
 Single-threaded BLAS for both libraries (the variable reaches metric-learn's subprocess): on
 a shared 2-core machine multi-threaded OpenBLAS on 64 x 64 products spins and makes timings
@@ -67,6 +68,9 @@ LMNN_MU = 0.5
 #: digits, the objective keeps improving by ~0.1 % per doubling epoch).
 LMNN_OPTIONS = {"step_scale": 0.05, "max_iter": 50_000}
 LMNN_TOLS = [1e-2]
+#: ``method="pdhg"`` (constraint generation around PDHG) rows: PDHG tolerances, one row each
+#: (digits: 1e-2 stops at objective 1472.7 in ~4-5 s, 1e-3 at 1464.4 in ~30 s).
+LMNN_PDHG_TOLS = [1e-2, 1e-3]
 #: (similar, dissimilar) pairs drawn from the training labels for MMC. Digits needs 2,000 similar
 #: pairs: with 1,000 some rarely-inked pixel varies in a dissimilar pair but in no similar pair,
 #: and MMC is degenerate (objective 0 along that pixel; MMCModel raises).
@@ -137,28 +141,40 @@ def lmnn_rows(data: Split) -> list[dict]:
                              "max_iter": 1000, "random_state": 0}, X=data.Xtr, y=data.ytr)
     f_peer = search.objective(peer["M"], LMNN_MU)
     ours = []
-    for tol in LMNN_TOLS:
+
+    def run(solver, label, describe, every, **kw):
+        """One timed fit of ours, scored on the full triplet set and by brute force."""
         match = []
         t0 = time.perf_counter()
 
         def watch(it, M, f):
-            # f is the full objective at re-checks (every 10 iterations), a working-set value between
-            if it % 10 == 0 and not match and f <= f_peer:
+            # f is the objective over all triplets when ``it % every == 0`` (subgradient: the
+            # re-checks, a working-set value between; pdhg: after every round)
+            if it % every == 0 and not match and f <= f_peer:
                 match.append(time.perf_counter() - t0)
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            res = solve_lmnn(data.Xtr, data.ytr, LMNN_K, mu=LMNN_MU, tol=tol, callback=watch, **LMNN_OPTIONS)
+            res = solve_lmnn(data.Xtr, data.ytr, LMNN_K, mu=LMNN_MU, callback=watch, **kw)
             t_ours = time.perf_counter() - t0
-        f_ours = search.objective(res.M, LMNN_MU)
         f_brute, n_viol = brute_force_lmnn(search, res.M, LMNN_MU)
-        note = (f"tol {tol:g}: {res.n_iter} it, max WS {res.info['max_working_set']}, viol "
-                f"{res.info['violated_at_solution']} (brute force {n_viol}, f {f_brute:.6g}), |T|={search.n_triplets}; "
+        note = (f"{label}: {describe(res)}, viol {res.info['violated_at_solution']} (brute force {n_viol}, "
+                f"f {f_brute:.6g}), |T|={search.n_triplets}; "
                 + (f"reached metric-learn's objective at {match[0]:.2f}s" if match else "never below metric-learn")
                 + (", NOT converged" if caught else ""))
-        ours.append({"method": "lmnn", "data": data.name, "solver": "cvxmetric", "fit_s": t_ours,
-                     "ratio": peer["time"] / t_ours, "objective": f_ours, "note": note,
+        ours.append({"method": "lmnn", "data": data.name, "solver": solver, "fit_s": t_ours,
+                     "ratio": peer["time"] / t_ours, "objective": search.objective(res.M, LMNN_MU), "note": note,
                      "knn_err": knn_error(data, res.M)})
+
+    for tol in LMNN_TOLS:
+        run("cvxmetric", f"tol {tol:g}", lambda r: f"{r.n_iter} it, max WS {r.info['max_working_set']}", 10,
+            tol=tol, **LMNN_OPTIONS)
+    for tol in LMNN_PDHG_TOLS:
+        run("cvxmetric-pdhg", f"pdhg tol {tol:g}",
+            lambda r: (f"{r.info['rounds']} rounds, {r.n_iter} PDHG it, WS {r.info['working_set_size']}, "
+                       f"outside WS {r.info['violated_outside_working_set']}, lower bound "
+                       + ("none" if r.info["lower_bound"] is None else f"{r.info['lower_bound']:.6g}")),
+            1, method="pdhg", tol=tol)
     return [
         {"method": "lmnn", "data": data.name, "solver": "euclidean", "fit_s": None, "ratio": None,
          "objective": search.objective(np.eye(data.Xtr.shape[1]), LMNN_MU), "note": "M = I",
@@ -216,10 +232,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
-    p.add_argument("--lmnn-tols", nargs="+", type=float, default=list(LMNN_TOLS),
-                   help="stall tolerances of our LMNN runs (one row each)")
+    p.add_argument("--lmnn-tols", nargs="*", type=float, default=list(LMNN_TOLS),
+                   help="stall tolerances of our LMNN runs (one row each; none: no subgradient row)")
+    p.add_argument("--lmnn-pdhg-tols", nargs="*", type=float, default=list(LMNN_PDHG_TOLS),
+                   help="PDHG tolerances of our constraint-generation LMNN runs (one row each)")
     args = p.parse_args(argv)
     LMNN_TOLS[:] = args.lmnn_tols
+    LMNN_PDHG_TOLS[:] = args.lmnn_pdhg_tols
     if not peer_available():
         print("metric-learn's venv is missing; see benchmarks/peer.py for the set-up")
         return 2

@@ -265,3 +265,71 @@ def test_psd_projection_of_result():
     with pytest.warns(ConvergenceWarning):
         res = solve_lmnn(X, y, 2, max_iter=200, tol=1e-2)
     np.testing.assert_allclose(project_psd(res.M), res.M, atol=1e-12)
+
+
+# ---- method="pdhg": constraint generation around restarted PDHG --------------------------------
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name", INSTANCES)
+def test_pdhg_method_matches_clarabel(name, seed):
+    """Constraint generation + PDHG reaches Clarabel's optimum (gap <= 1e-4) and certifies W."""
+    inst = get_instance("lmnn", name)
+    form, sol = _truth(name)
+    M0 = np.eye(inst.d) + (0.0 if seed == 0 else random_psd(inst.d, seed=seed))
+    res = solve_lmnn(inst.X, inst.y, method="pdhg", M0=M0, **_params(inst))
+    assert res.converged and res.solver == "lmnn-pdhg"
+    f = form.value_at(res.M)
+    assert abs(f - res.objective) <= VALUE_AT_RTOL * max(1.0, abs(f))
+    gap = (f - sol.value) / max(1.0, abs(sol.value))
+    assert -GAP_NEGATIVE_SLACK <= gap <= 1e-4
+    # no triplet violated at M outside the final working set (brute force over T)
+    assert res.info["violated_outside_working_set"] == 0
+    idx = form.model.constraints.idx[form.model.margins(res.M) > 0]
+    ws = res.info["model"].constraints.idx
+    assert {tuple(r) for r in idx} <= {tuple(r) for r in ws}
+    assert res.info["violated_at_solution"] == len(idx)
+    # the restricted problem's certificate bounds the full optimum from below
+    lb = res.info["lower_bound"]
+    if lb is not None:
+        assert lb <= sol.value + 1e-7 * max(1.0, abs(sol.value))
+    assert res.n_iter == sum(res.info["pdhg_iterations"])
+    assert len(res.info["working_set_sizes"]) == res.info["rounds"] == len(res.history)
+
+
+def test_pdhg_method_certificate_exists_and_is_tight():
+    """On iris-sub the pull matrix is positive definite: the bound exists and is within 1e-3."""
+    inst = get_instance("lmnn", "iris-sub")
+    _, sol = _truth("iris-sub")
+    res = solve_lmnn(inst.X, inst.y, method="pdhg", **_params(inst))
+    lb = res.info["lower_bound"]
+    assert lb is not None and lb <= sol.value and (sol.value - lb) / sol.value <= GAP_FIRST_ORDER
+
+
+def test_pdhg_method_round_cap_and_safeguard_still_certify():
+    """A tiny per-round budget and cap (many rounds, rejected rounds) still end certified."""
+    X, y = _small(3, n_per=8, d=4)
+    form = build_lmnn(X, y, k=2)
+    sol = form.solve("CLARABEL")
+    res = solve_lmnn(X, y, 2, method="pdhg", round_iter=16, max_add=5)
+    assert res.converged and res.info["violated_outside_working_set"] == 0
+    assert (form.value_at(res.M) - sol.value) / max(1.0, sol.value) <= 1e-4
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"method": "newton"}, "method must be one of"),
+    ({"method": "pdhg", "ws_slack": -1.0}, "ws_slack"),
+    ({"method": "pdhg", "max_rounds": 0}, "max_rounds"),
+    ({"method": "pdhg", "round_iter": 0}, "round_iter"),
+])
+def test_pdhg_method_bad_options(kw, match):
+    X, y = _small()
+    with pytest.raises(ValueError, match=match):
+        solve_lmnn(X, y, 2, **kw)
+
+
+def test_pdhg_method_round_limit_warns():
+    X, y = _small(1, n_per=8, d=4)
+    with pytest.warns(ConvergenceWarning):
+        res = solve_lmnn(X, y, 2, method="pdhg", max_rounds=1, round_iter=1)
+    assert not res.converged
+    assert res.objective == pytest.approx(ImpostorSearch(X, y, 2).objective(res.M, 0.5), rel=1e-12)
