@@ -146,11 +146,13 @@ class QuadrupletGeometry:
             # all rows: no gather of U/V (twice as fast; the PDHG solver calls this every iteration)
             if coef.shape != (self.m,):
                 raise ValueError(f"coef must have shape ({self.m},); got {coef.shape}")
+            if self._laplacian_pays(self.m):
+                return self._weighted_sum_laplacian(coef, np.arange(self.m))
             G = (self.U * coef[self.u_rows, None]).T @ self.U
             G -= (self.V * coef[self.v_rows, None]).T @ self.V
             return 0.5 * (G + G.T)
         rows = np.asarray(rows, dtype=np.int64)
-        if rows.size >= LAPLACIAN_MIN_ROWS_PER_POINT * self.X.shape[0] and self.d >= LAPLACIAN_MIN_D:
+        if self._laplacian_pays(rows.size):
             return self._weighted_sum_laplacian(coef, rows)
         G = np.zeros((self.d, self.d))
         pu = self._u_pos[rows]
@@ -211,6 +213,9 @@ class QuadrupletGeometry:
         if self.v_rows.size:
             out -= self.V.T @ (cv * (self.V @ v))
         return out
+
+    def _laplacian_pays(self, n_rows: int) -> bool:
+        return n_rows >= LAPLACIAN_MIN_ROWS_PER_POINT * self.X.shape[0] and self.d >= LAPLACIAN_MIN_D
 
     def _weighted_sum_laplacian(self, coef: np.ndarray, rows: np.ndarray) -> np.ndarray:
         r"""The same sum as :math:`X^\top \mathcal{L} X` with the weighted graph Laplacian

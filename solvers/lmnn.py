@@ -196,7 +196,11 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
         sizes.append(int(model.m))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
-            res = pdhg(model, M0=M, y0=y, tol=tol, max_iter=budget, solver_name="lmnn-pdhg", **pdhg_options)
+            # warm start: previous multipliers, step size and primal weight (no new power iteration)
+            warm = {} if res is None else {"step_size": res.info["step_size"],
+                                           "primal_weight": res.info["primal_weight"]}
+            res = pdhg(model, M0=M, y0=y, tol=tol, max_iter=budget, solver_name="lmnn-pdhg",
+                       **{**warm, **pdhg_options})
         for w in caught:
             if not issubclass(w.category, ConvergenceWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

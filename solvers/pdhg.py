@@ -245,6 +245,7 @@ class _Score:
 def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: float = DEFAULT_TOL,
          certificate_tol: float = DEFAULT_CERTIFICATE_TOL,
          time_limit: Optional[float] = None, check_every: int = CHECK_EVERY, primal_weight=None,
+         step_size=None,
          restarts: bool = True, adaptive_step: bool = True, seed=0, solver_name: str = "pdhg",
          callback: Optional[Callable[[int, np.ndarray, float], None]] = None) -> SolverResult:
     r"""Minimise a hinge model over the PSD cone by restarted, adaptive PDHG.
@@ -271,6 +272,10 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         Iterations between restart/termination checks.
     primal_weight : float, optional
         Initial primal weight :math:`\omega` (default :math:`\|R\|_F / \|\delta'\|_2`, or 1).
+    step_size : float, optional
+        Initial step size :math:`\eta` (default :math:`0.99/\|K\|_2`, with :math:`\|K\|_2` from a power
+        iteration). Warm starts pass a previous run's ``info["step_size"]`` (and ``primal_weight``)
+        and skip the power iteration; the adaptive rule corrects a step that is too large.
     restarts, adaptive_step : bool
         Switch off the restarts (plain averaging-free PDHG) or the adaptive step (constant
         :math:`\eta = 0.99/\|K\|_2`), for ablations.
@@ -340,10 +345,14 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
 
     certificate = _Certificate(R, q)
     has_certificate = certificate.exists
-    norm_K = estimate_operator_norm(op.apply, op.adjoint, d, seed=seed)
-    if norm_K == 0.0:
-        norm_K = 1.0
-    eta = 0.99 / norm_K
+    if step_size is None or not adaptive_step:
+        norm_K = estimate_operator_norm(op.apply, op.adjoint, d, seed=seed)
+        if norm_K == 0.0:
+            norm_K = 1.0
+        eta = 0.99 / norm_K
+    else:
+        eta = check_positive(step_size, "step_size")
+        norm_K = None
     normR = float(np.linalg.norm(R))
     if primal_weight is None:
         nd = float(np.linalg.norm(ds))
