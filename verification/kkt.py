@@ -94,26 +94,24 @@ def hinge_kkt_fast(model: HingeModel, M: np.ndarray, *, tight_rtol: float = TIGH
     t_rows = np.flatnonzero(tight)
     if t_rows.size == 0 and V0.shape[1] == 0:
         return float(np.linalg.norm(base)) / scale
-    d = model.d
-    expr = base
+    # everything in Frobenius-weighted svec coordinates (upper triangle, off-diagonals times
+    # sqrt 2): ||vec||_2 = ||matrix||_F, with d(d+1)/2 entries and no d x d matrix per constraint
+    iu = np.triu_indices(model.d)
+    off = iu[0] != iu[1]
+    fro = np.where(off, np.sqrt(2.0), 1.0)
+    vec = base[iu] * fro
     cons = []
     if t_rows.size:
-        sub = geom.subset(t_rows)
-        # columns: A_c flattened (d*d), built from the subset's difference vectors
-        A = np.zeros((t_rows.size, d * d))
-        if sub.u_rows.size:
-            A[sub.u_rows] += np.einsum("ma,mb->mab", sub.U, sub.U).reshape(sub.u_rows.size, -1)
-        if sub.v_rows.size:
-            A[sub.v_rows] -= np.einsum("ma,mb->mab", sub.V, sub.V).reshape(sub.v_rows.size, -1)
+        # svec_matrix rows hold <M, A_c> coefficients (off-diagonals doubled): entries A_ab are
+        # a / 2 off the diagonal, so the Frobenius-weighted entries are a / sqrt 2 there
+        A = geom.subset(t_rows).svec_matrix() * np.where(off, 1.0 / np.sqrt(2.0), 1.0)
         alpha = cp.Variable(t_rows.size)
         cons += [alpha >= 0, alpha <= model.coef[t_rows]]
-        vec = base.reshape(-1) + A.T @ alpha
-    else:
-        vec = base.reshape(-1)
+        vec = vec + A.T @ alpha
     r = V0.shape[1]
     if r:
         S = cp.Variable((r, r), PSD=True)
-        vec = vec - cp.vec(V0 @ S @ V0.T, order="C")
+        vec = vec - cp.multiply(fro, (V0 @ S @ V0.T)[iu])
     # least squares (a QP for Clarabel) rather than the norm (an SOCP): same minimiser, and
     # Clarabel solves the QP form to full accuracy where the SOCP form sometimes ends inaccurate
     prob = cp.Problem(cp.Minimize(cp.sum_squares(vec)), cons)
