@@ -16,7 +16,8 @@ from typing import Any, Callable
 import cvxpy as cp
 import numpy as np
 
-__all__ = ["Formulation", "ReferenceSolution", "SOLVER_OPTIONS", "SolverFailure", "symmetric_parameter"]
+__all__ = ["Formulation", "ReferenceSolution", "Normalization", "SOLVER_OPTIONS", "SolverFailure",
+           "symmetric_parameter"]
 
 #: Options per cvxpy solver used for ground truth.
 #: Clarabel's default tolerances (1e-8) stall at a duality gap of ~2e-8 on some of these SDPs
@@ -76,6 +77,29 @@ class ReferenceSolution:
         return self.compile_time + self.solve_time
 
 
+@dataclass(frozen=True)
+class Normalization:
+    """A rescaled twin of a :class:`Formulation` (see ``Formulation.normalize``).
+
+    Attributes
+    ----------
+    formulation : Formulation
+        The twin: the same problem with data and weights multiplied by scalars.
+    point_back : callable
+        ``point_back(twin_point) -> point`` of the original problem (exact).
+    value_scale : float
+        ``value_at(point_back(P)) == value_scale * twin.value_at(P)`` for every P (exact up to
+        round-off); bounds of the twin map back the same way.
+    description : str
+        The scalings, for reports.
+    """
+
+    formulation: "Formulation"
+    point_back: Callable[[np.ndarray], np.ndarray]
+    value_scale: float
+    description: str = ""
+
+
 def symmetric_parameter(d: int, name: str = "M_eval") -> cp.Parameter:
     """A symmetric (d, d) parameter used to evaluate an objective expression at a given M."""
     return cp.Parameter((d, d), symmetric=True, name=name)
@@ -104,6 +128,18 @@ class Formulation:
         Anything else a verification check needs.
     solver_options : dict
         Per-solver option overrides for this problem (on top of ``SOLVER_OPTIONS``).
+    make_feasible : callable or None
+        ``make_feasible(point) -> point``: maps a solver's (slightly infeasible) point onto the
+        feasible set (default: PSD projection of a matrix point, identity otherwise) so that its
+        ``value_at`` is an upper bound on the optimum.
+    dual_bound : callable or None
+        ``dual_bound(solution) -> float or None``: a certified lower bound on the optimum computed
+        by project code (numpy) from the named duals of a :class:`ReferenceSolution` of *this*
+        formulation, repaired to exact dual feasibility. None: the method has no certificate.
+    normalize : callable or None
+        ``normalize() -> Normalization``: an equivalent, well-scaled twin of this problem (data and
+        weights multiplied by scalars) whose points and values map back exactly. The solve ladder
+        (:mod:`formulations.ladder`) solves the twin first.
     """
 
     method: str
@@ -116,10 +152,30 @@ class Formulation:
     info: dict = field(default_factory=dict)
     solver_options: dict = field(default_factory=dict)
     solutions: dict = field(default_factory=dict)
+    make_feasible: Callable[[np.ndarray], np.ndarray] | None = None
+    dual_bound: Callable[["ReferenceSolution"], float | None] | None = None
+    normalize: Callable[[], "Normalization"] | None = None
 
     @property
     def point(self) -> cp.Variable:
         return self.variables[self.point_name]
+
+    def feasible_point(self, point) -> np.ndarray:
+        """``point`` mapped onto the feasible set (see ``make_feasible``)."""
+        point = np.asarray(point, dtype=np.float64)
+        if self.make_feasible is not None:
+            return np.asarray(self.make_feasible(point), dtype=np.float64)
+        if self.point_name == "M":
+            from cvxmetric.linalg import project_psd
+            return project_psd(point)
+        return point
+
+    def lower_bound(self, solution: "ReferenceSolution") -> float | None:
+        """Certified lower bound from a solution's duals (None without ``dual_bound`` or duals)."""
+        if self.dual_bound is None or solution is None or not solution.duals:
+            return None
+        bound = self.dual_bound(solution)
+        return None if bound is None or not np.isfinite(bound) else float(bound)
 
     def value_at(self, point) -> float:
         """Objective at ``point`` with every auxiliary variable minimised in closed form."""
@@ -141,8 +197,8 @@ class Formulation:
                 warnings.simplefilter("ignore", UserWarning)
                 self.problem.solve(solver=solver, canon_backend="SCIPY", **opts)
             status = str(self.problem.status)
-        except cp.error.SolverError as exc:
-            status = f"error: {exc}"
+        except Exception as exc:   # a solver crash is a status, never a traceback in a report
+            status = f"error: {type(exc).__name__}: {exc}"
         total = time.perf_counter() - t0
         stats = getattr(self.problem, "solver_stats", None)
         solve_time = getattr(stats, "solve_time", None) if stats is not None else None
@@ -150,13 +206,22 @@ class Formulation:
             solve_time = total
         solve_time = min(float(solve_time), total)
         ok = status in OPTIMAL_STATUSES
-        point = None if not ok or self.point.value is None else np.array(self.point.value, dtype=np.float64)
+        # Points and duals are kept whatever the status label says: the ladder certifies them by
+        # their own interval (formulations.ladder), so an "optimal_inaccurate" point can still be
+        # certified and an "optimal" one can still be rejected.
+        point = None
         duals = {}
         aux = {}
-        if ok:
+        if not status.startswith("error") and self.point.value is not None:
+            point = np.array(self.point.value, dtype=np.float64)
             for name, con in self.constraints.items():
-                dv = con.dual_value
+                try:
+                    dv = con.dual_value
+                except Exception:   # cvxpy raises when a dual was never set
+                    dv = None
                 duals[name] = None if dv is None else np.array(dv, dtype=np.float64)
+            if any(v is None for v in duals.values()):
+                duals = {}
             for name, var in self.variables.items():
                 if name != self.point_name and var.value is not None:
                     aux[name] = np.array(var.value, dtype=np.float64)
