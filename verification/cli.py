@@ -7,6 +7,10 @@ Examples
 ``python -m verification --method qwise --instance syn-d5 --json``
 ``python -m verification --method qwise --instance syn-d5 --check-matrix M.npy``
 ``python -m verification --list``                  methods and instances
+``python -m verification --seed 3``                every random default instance drawn anew
+
+Exit status: 0 when every row passes, 1 when a check fails (the table still prints, with the
+reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file).
 """
 from __future__ import annotations
 
@@ -21,10 +25,12 @@ from .harness import ReferenceCache, default_cases, score_point, verify_instance
 from .registry import get_spec, list_methods
 
 COLUMNS = (("method", "method", "{}"), ("instance", "instance", "{}"), ("solver", "fast solver", "{}"),
-           ("d", "d", "{}"), ("n_constraints", "m", "{}"), ("p_star_clarabel", "p* Clarabel", "{:.6g}"),
+           ("d", "d", "{}"), ("n_constraints", "m", "{}"), ("p_star_upper", "p* (certified)", "{:.6g}"),
+           ("truth_gap", "+/-", "{:.0e}"), ("truth_rung", "rung", "{}"),
            ("p_star_scs", "p* SCS", "{:.6g}"), ("f_fast", "f_fast", "{:.6g}"), ("rel_gap", "rel.gap", "{:.1e}"),
+           ("certified_gap", "cert.gap", "{:.1e}"),
            ("kkt_truth", "KKT truth", "{:.1e}"), ("kkt_fast", "KKT fast", "{:.1e}"),
-           ("time_clarabel", "t Clar", "{:.2f}s"), ("time_scs", "t SCS", "{:.2f}s"), ("time_fast", "t fast", "{:.3f}s"),
+           ("time_truth", "t truth", "{:.2f}s"), ("time_fast", "t fast", "{:.3f}s"),
            ("speedup_scs", "x SCS", "{:.1f}"), ("passed", "ok", "{}"))
 
 
@@ -54,6 +60,12 @@ def format_table(rows: list[dict]) -> str:
         for r, name, c in failed:
             lines.append(f"  {r['method']}/{r['instance']}/{r['solver']}: {name} = {_fmt(c['value'], '{:.3g}')} "
                          f"(tol {c['tol']:.1g})")
+    errors = [(r, e) for r in rows for e in dict.fromkeys(r.get("errors") or [])]
+    if errors:
+        lines.append("")
+        lines.append("Errors (each failed its row):")
+        for r, e in errors:
+            lines.append(f"  {r['method']}/{r['instance']}/{r['solver']}: {e}")
     for r in rows:
         for w in r.get("warnings", []) or []:
             lines.append(f"  warning {r['method']}/{r['instance']}/{r['solver']}: {w}")
@@ -79,8 +91,61 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check-matrix", metavar="FILE",
                    help="score a user's point (a .npy file: M, or w for vector models) on --method/--instance")
     p.add_argument("--list", action="store_true", help="list methods and their default instances")
+    p.add_argument("--seed", type=_seed, default=0,
+                   help="instance seed: 0 (default) is the documented instances; S > 0 draws every random "
+                        "default instance anew from seeds shifted by S")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seed must be a non-negative integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--seed must be a non-negative integer; got {value}")
+    return value
+
+
+#: Suffixes read as text (whitespace- or comma-separated numbers, one matrix row per line).
+TEXT_SUFFIXES = (".txt", ".csv", ".tsv", ".dat")
+
+
+def load_point(path: str) -> np.ndarray:
+    """Read a ``--check-matrix`` file: ``.npy`` (numpy's format) or text (``.txt``, ``.csv``, ...).
+
+    Raises
+    ------
+    ValueError
+        With a message naming the file and what is wrong with it (missing, empty, not a numeric
+        array); the CLI turns it into exit status 2.
+    """
+    import os
+
+    if not os.path.isfile(path):
+        raise ValueError(f"--check-matrix {path!r}: no such file")
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"--check-matrix {path!r} is empty; save M with numpy.save(path, M) or as text rows")
+    if path.lower().endswith(TEXT_SUFFIXES):
+        delimiter = "," if path.lower().endswith(".csv") else None
+        try:
+            point = np.loadtxt(path, delimiter=delimiter, ndmin=1)
+        except ValueError as exc:
+            raise ValueError(f"--check-matrix {path!r} is not a numeric text matrix: {exc}") from None
+    else:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+        if magic != b"\x93NUMPY":
+            raise ValueError(f"--check-matrix {path!r} is not a .npy file (numpy.save); text matrices need a "
+                             f"suffix among {', '.join(TEXT_SUFFIXES)}")
+        try:
+            point = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError(f"--check-matrix {path!r} could not be read as a .npy array: {exc}") from None
+    if not np.issubdtype(point.dtype, np.number) or np.iscomplexobj(point):
+        raise ValueError(f"--check-matrix {path!r} must hold real numbers; got dtype {point.dtype}")
+    return point
 
 
 #: BLAS threads used by the report. The harness' matrices are small (d <= 64): one thread is
@@ -97,28 +162,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
     try:
-        methods = args.method or list_methods()
-        for m in methods:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:   # argparse printed its message; usage errors are exit 2
+        return 0 if exc.code == 0 else 2
+    try:
+        for m in args.method or []:
             get_spec(m)
+        methods = args.method or None
         if args.list:
-            for m, im, name in default_cases(methods):
+            for m, im, name in default_cases(methods or list_methods()):
                 print(f"{m:12s} {name:20s} ({im})")
             return 0
         if args.check_matrix:
-            if not args.method or len(args.method) != 1 or not args.instance:
-                raise ValueError("--check-matrix needs exactly one --method and an --instance")
-            try:
-                point = np.load(args.check_matrix, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"cannot read --check-matrix {args.check_matrix!r}: {exc}") from exc
-            result = score_point(methods[0], args.instance, point)
+            if args.instance and not methods:
+                methods = [m for m, _, _ in default_cases(None, args.instance)]
+            if not methods or len(methods) != 1 or not args.instance:
+                raise ValueError("--check-matrix needs an --instance (and --method when several methods "
+                                 "have an instance of that name)")
+            point = load_point(args.check_matrix)
+            result = score_point(methods[0], args.instance, point, seed=args.seed)
             if args.json:
                 print(json.dumps(result, indent=1))
             else:
-                for k in ("method", "instance", "value", "p_star_clarabel", "rel_gap", "kkt", "lambda_min", "feasible", "passed"):
+                for k in ("method", "instance", "value", "p_star_lower", "p_star_upper", "rel_gap", "kkt",
+                          "lambda_min", "feasible", "passed"):
                     print(f"{k:16s} {result[k]}")
+                for name, c in result["checks"].items():
+                    if not c["passed"]:
+                        print(f"failed check: {name} = {c['value']} (tol {c['tol']:.1g})")
+                for e in result["errors"]:
+                    print(f"error: {e}")
             return 0 if result["passed"] else 1
         cases = default_cases(methods, args.instance)
     except ValueError as exc:
@@ -130,7 +205,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     for m, im, name in _progress(cases, len(cases), show):
         if not show and not args.json:
             print(f"... {m} / {name}", file=sys.stderr, flush=True)
-        rows.extend(verify_instance(m, name, cache=cache, instance_method=im))
+        rows.extend(verify_instance(m, name, cache=cache, instance_method=im, seed=args.seed))
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

@@ -1,14 +1,23 @@
-r"""The verification harness: ground truth vs fast solvers, one row per method x instance x solver.
+r"""The verification harness: certified ground truth vs fast solvers, one row per method x instance x solver.
 
 For every row it measures (DESIGN §6):
 
-* :math:`p^*` with Clarabel and with SCS (statuses, times, relative agreement; SCS's point is
-  projected onto the feasible set and scored with ``value_at`` so it cannot look better than
-  it is);
+* :math:`p^*` as a **certified interval** :math:`[\ell, u]` computed by project code
+  (:func:`formulations.ladder.solve_certified`: a feasible point's ``value_at`` and a repaired
+  dual bound), with the ladder rung that certified it; SCS's point, made feasible and scored with
+  ``value_at``, as a second opinion;
 * ``f_fast = value_at(point)`` (cvxpy's expression) next to the solver's own objective;
-* the relative optimality gap :math:`(f_{\text{fast}} - p^*) / \max(1, |p^*|)`;
+* the relative gap of the fast point to the best certified value,
+  ``relative_difference(f_fast, u)`` (denominator :math:`\max(|f|, |u|)`,
+  :mod:`cvxmetric.certificates`), and that ``f_fast`` is not below the certified lower bound;
+* the fast solver's own verdict read from its result contract (``converged``, ``measure``,
+  ``lower_bound``): its certificate is recomputed against ``value_at`` and checked to lie below
+  the ground truth's upper end;
 * KKT residuals of the ground truth from its named duals, and of the fast point;
-* times and speed-up ratios; method-specific checks (certified gaps, theorems).
+* times and speed-up ratios; method-specific checks (theorems, scale identities).
+
+**The harness never crashes.** Every stage of a row runs guarded: an exception becomes a failed
+check named after the stage, with the reason in the row's ``errors``; the table still prints.
 
 :func:`score_point` scores **any** point (e.g. another library's M) against the ground truth.
 """
@@ -16,25 +25,31 @@ from __future__ import annotations
 
 import math
 import time
+import traceback
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
+from cvxmetric.certificates import relative_difference
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance, list_instances
-from cvxmetric.linalg import project_psd
+from formulations.ladder import LADDER, CertifiedTruth, solve_certified
 
 from . import tolerances as tol
 from .registry import MethodSpec, get_spec, list_methods
 
-__all__ = ["Check", "verify_method", "verify_instance", "score_point", "ReferenceCache", "REQUIRED_KEYS"]
+__all__ = ["Check", "verify_method", "verify_instance", "score_point", "ReferenceCache", "REQUIRED_KEYS",
+           "default_cases", "find_instance_method"]
 
 #: Stable keys of every row (the JSON output documented in the README).
-REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_clarabel", "p_star_scs",
-                 "f_fast", "rel_gap", "kkt_truth", "kkt_fast", "time_clarabel", "time_scs", "time_fast",
-                 "passed", "checks")
+REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_lower", "p_star_upper",
+                 "truth_gap", "truth_rung", "p_star_scs", "f_fast", "rel_gap", "kkt_truth", "kkt_fast",
+                 "time_truth", "time_scs", "time_fast", "passed", "checks", "errors")
+
+#: The SCS rung of the ladder, used for the second opinion.
+_SCS_RUNG = next(r for r in LADDER if r.solver == "SCS")
 
 
 @dataclass
@@ -56,70 +71,105 @@ class Check:
 def _num(x) -> Optional[float]:
     if x is None:
         return None
-    x = float(x)
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
     return x if math.isfinite(x) else None
 
 
-def _rel(a: float, b: float) -> float:
-    return abs(a - b) / max(1.0, abs(b))
+class _Guard:
+    """Runs the stages of one row; an exception becomes a failed check and an error message."""
+
+    def __init__(self):
+        self.errors: list[str] = []
+        self.checks: dict[str, Check] = {}
+
+    def __call__(self, stage: str, fn: Callable, *args, default=None, **kw):
+        try:
+            return fn(*args, **kw)
+        except Exception as exc:   # noqa: BLE001 - the harness reports, never crashes
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            self.errors.append(f"{stage}: {type(exc).__name__}: {exc} "
+                               f"({where.filename.rsplit('/', 1)[-1]}:{where.lineno})")
+            self.checks[stage] = Check(None, 0.0)
+            return default
+
+
+@dataclass
+class _Reference:
+    """Ground truth of one (method, instance): formulation, certified interval, SCS opinion."""
+
+    form: Any
+    truth: Optional[CertifiedTruth]
+    p_star_scs: Optional[float]
+    time_scs: Optional[float]
+    errors: list
 
 
 class ReferenceCache:
-    """Solves each (method, instance) ground truth once per process."""
+    """Builds and certifies each (method, instance, seed) ground truth once per process."""
 
     def __init__(self):
         self._store: dict = {}
 
-    def get(self, spec: MethodSpec, inst) -> tuple[Any, dict]:
-        key = (spec.name, inst.method, inst.name)
+    def get(self, spec: MethodSpec, inst) -> _Reference:
+        key = (spec.name, inst.method, inst.name, inst.seed)
         if key not in self._store:
-            form = spec.build(inst)
-            refs = {s: form.solve(s) for s in spec.reference_solvers}
-            self._store[key] = (form, refs)
+            self._store[key] = _solve_reference(spec, inst)
         return self._store[key]
 
 
 _DEFAULT_CACHE = ReferenceCache()
 
 
-def _reference_summary(spec: MethodSpec, form, refs: dict) -> dict:
-    clar = refs.get("CLARABEL")
-    scs = refs.get("SCS")
-    out = {"status_clarabel": clar.status if clar else None, "status_scs": scs.status if scs else None,
-           "p_star_clarabel": clar.value if clar and clar.ok else None,
-           "p_star_scs": None, "p_star_scs_reported": scs.value if scs and scs.ok else None,
-           "lambda_min_scs": None,
-           "time_clarabel": clar.total_time if clar else None, "time_scs": scs.total_time if scs else None,
-           "compile_time_clarabel": clar.compile_time if clar else None,
-           "compile_time_scs": scs.compile_time if scs else None}
-    if scs is not None and scs.ok:
-        if form.point_name == "M":
-            out["lambda_min_scs"] = float(np.linalg.eigvalsh(scs.point)[0])
-        out["p_star_scs"] = form.value_at(_project(spec, form, scs.point))
-    return out
+def _truth_rtol(spec: MethodSpec) -> float:
+    return spec.truth_rtol if spec.truth_rtol is not None else tol.TRUTH_RTOL
 
 
-def _project(spec: MethodSpec, form, point):
-    if spec.project_point is not None:
-        return spec.project_point(form, point)
-    return project_psd(point) if form.point_name == "M" else point
+def _scs_opinion(form) -> tuple[Optional[float], Optional[float]]:
+    """SCS on the normalized twin (when there is one): its point made feasible and scored."""
+    norm = form.normalize() if form.normalize is not None else None
+    used = norm.formulation if norm is not None else form
+    t0 = time.perf_counter()
+    sol = used.solve(_SCS_RUNG.solver, **_SCS_RUNG.options)
+    if sol.point is None or not np.all(np.isfinite(sol.point)):
+        return None, time.perf_counter() - t0
+    point = used.feasible_point(sol.point)
+    if norm is not None:
+        point = form.feasible_point(norm.point_back(point))
+    return form.value_at(point), time.perf_counter() - t0
 
 
-def _truth_checks(spec: MethodSpec, form, refs: dict, summary: dict) -> tuple[dict, Optional[float]]:
-    checks: dict[str, Check] = {}
-    clar = refs.get("CLARABEL")
+def _solve_reference(spec: MethodSpec, inst) -> _Reference:
+    guard = _Guard()
+    form = guard("build", spec.build, inst)
+    truth = None if form is None else guard("truth", solve_certified, form, _truth_rtol(spec))
+    p_scs, t_scs = (None, None)
+    if form is not None:
+        p_scs, t_scs = guard("scs", _scs_opinion, form, default=(None, None))
+    return _Reference(form, truth, p_scs, t_scs, guard.errors)
+
+
+def _truth_checks(spec: MethodSpec, ref: _Reference, guard: _Guard) -> Optional[float]:
+    """Checks of the ground truth itself; returns its largest KKT residual."""
+    truth = ref.truth
+    if truth is None:
+        guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
+        return None
+    guard.checks["truth_certified"] = Check(truth.gap, truth.rtol)
     kkt_max = None
-    if clar is not None and clar.ok:
-        res = spec.kkt_truth(form, clar)
-        kkt_max = max(res.values()) if res else 0.0
-        checks["kkt_truth"] = Check(kkt_max, tol.KKT_TRUTH_TOL)
+    if truth.solution is not None and truth.solution.duals:
+        res = guard("kkt_truth", spec.kkt_truth, truth.formulation, truth.solution, default=None)
+        if res is not None:
+            kkt_max = max(res.values()) if res else 0.0
+            guard.checks["kkt_truth"] = Check(kkt_max, tol.KKT_TRUTH_TOL)
     else:
-        checks["kkt_truth"] = Check(None, tol.KKT_TRUTH_TOL)
-    pc, ps = summary["p_star_clarabel"], summary["p_star_scs"]
-    if "SCS" in refs:
-        checks["solver_agreement"] = Check(None if pc is None or ps is None else _rel(ps, pc),
-                                           tol.SOLVER_AGREEMENT_RTOL)
-    return checks, kkt_max
+        guard.checks["kkt_truth"] = Check(None, tol.KKT_TRUTH_TOL)
+    if ref.p_star_scs is not None and truth.p_star is not None:
+        guard.checks["scs_agreement"] = Check(relative_difference(ref.p_star_scs, truth.p_star),
+                                              tol.SOLVER_AGREEMENT_RTOL, low=-tol.SOLVER_AGREEMENT_RTOL)
+    return kkt_max
 
 
 def _run_fast(fs, inst):
@@ -132,62 +182,136 @@ def _run_fast(fs, inst):
     return res, elapsed, msgs
 
 
+def _contract_checks(fs, res, f_fast: float, truth: Optional[CertifiedTruth], guard: _Guard) -> None:
+    """The fast solver's own verdict, read from its result contract and re-checked."""
+    has_measure = res.measure is not None and res.measure_value is not None and res.tol is not None
+    guard.checks["result_contract"] = Check(0.0 if has_measure else 1.0, 0.0)
+    if fs.expect_converged:
+        guard.checks["converged"] = Check(0.0 if res.converged else 1.0, 0.0)
+    else:   # not optimal by design: it must not claim convergence it does not have
+        claims = bool(res.converged) and not (has_measure and res.measure_value <= res.tol)
+        guard.checks["honest_verdict"] = Check(1.0 if claims else 0.0, 0.0)
+    if res.lower_bound is None:
+        return
+    if res.converged:
+        # the solver's certificate, recomputed against the ground truth's definition of the
+        # objective: a converged solver's certified gap must be within the row's gap tolerance
+        guard.checks["certified_gap"] = Check(relative_difference(f_fast, res.lower_bound), fs.gap_tol,
+                                              low=-tol.GAP_NEGATIVE_SLACK)
+    if truth is not None and truth.p_star is not None:
+        # a lower bound above a feasible value is a wrong certificate
+        guard.checks["certificate_below_truth"] = Check(relative_difference(res.lower_bound, truth.p_star),
+                                                        tol.CERTIFICATE_SLACK)
+
+
+def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, kkt_truth) -> dict:
+    guard = _Guard()
+    guard.errors = list(truth_guard.errors)
+    guard.checks = dict(truth_guard.checks)
+    form, truth = ref.form, ref.truth
+    p_upper = truth.p_star if truth is not None else None
+    run = guard("fast_solve", _run_fast, fs, inst, default=None)
+    res, elapsed, warns = run if run is not None else (None, None, [])
+    f_fast = rel_gap = kkt_fast = None
+    if res is not None and form is not None:
+        point = res.point
+        f_fast = guard("value_at", form.value_at, point)
+        if f_fast is not None:
+            guard.checks["value_at_agreement"] = Check(abs(relative_difference(res.objective, f_fast)),
+                                                       tol.VALUE_AT_RTOL)
+            if p_upper is not None:
+                rel_gap = relative_difference(f_fast, p_upper)
+                guard.checks["rel_gap"] = Check(rel_gap, fs.gap_tol, low=-math.inf)
+                # no feasible point can be below a certified lower bound
+                guard.checks["above_truth_lower_bound"] = Check(
+                    relative_difference(truth.bounds.lower, f_fast), tol.GAP_NEGATIVE_SLACK)
+            guard("contract", _contract_checks, fs, res, f_fast, truth, guard)
+        if form.point_name == "M" and point is not None:
+            M = np.asarray(point, dtype=np.float64)
+            lam = np.linalg.eigvalsh(M)
+            guard.checks["psd_feasible"] = Check(max(0.0, -lam[0]) / max(abs(lam[-1]), np.finfo(float).tiny),
+                                                 tol.PSD_FEASIBILITY_TOL)
+        if spec.kkt_fast is not None:
+            kkt_fast = guard("kkt_fast", spec.kkt_fast, form, point)
+            if fs.kkt_tol is not None and "kkt_fast" not in guard.checks:
+                guard.checks["kkt_fast"] = Check(kkt_fast, fs.kkt_tol)
+        if spec.extra_checks is not None:
+            extra = guard("extra_checks", spec.extra_checks, form, inst, res, truth, default={}) or {}
+            for name, (value, t) in extra.items():
+                guard.checks[name] = Check(value, t)
+    t_fast = (res.time if res is not None and res.time else elapsed)
+    t_truth = truth.time if truth is not None else None
+    row = {
+        "method": spec.name, "instance": inst.name, "seed": inst.seed, "solver": fs.name, "d": inst.d,
+        "n_constraints": inst.n_constraints,
+        "p_star_lower": _num(truth.bounds.lower) if truth else None,
+        "p_star_upper": _num(p_upper), "truth_gap": _num(truth.gap) if truth else None,
+        "truth_rung": truth.rung if truth else None, "p_star_scs": _num(ref.p_star_scs),
+        "f_fast": _num(f_fast), "f_fast_self": _num(res.objective) if res is not None else None,
+        "rel_gap": _num(rel_gap), "kkt_truth": _num(kkt_truth), "kkt_fast": _num(kkt_fast),
+        "time_truth": _num(t_truth), "time_scs": _num(ref.time_scs), "time_fast": _num(t_fast),
+        "speedup_truth": _num(t_truth / t_fast) if t_truth and t_fast else None,
+        "speedup_scs": _num(ref.time_scs / t_fast) if ref.time_scs and t_fast else None,
+        "n_iter": res.n_iter if res is not None else None,
+        "converged": bool(res.converged) if res is not None else None,
+        "status": res.status if res is not None else None,
+        "measure": res.measure if res is not None else None,
+        "measure_value": _num(res.measure_value) if res is not None else None,
+        "lower_bound": _num(res.lower_bound) if res is not None else None,
+        "certified_gap": _num(res.certified_gap) if res is not None else None,
+        "warnings": warns,
+        "truth_attempts": [a.__dict__ for a in truth.attempts] if truth is not None else [],
+        "checks": {k: c.as_dict() for k, c in guard.checks.items()},
+        "errors": guard.errors,
+    }
+    row["passed"] = all(c["passed"] for c in row["checks"].values()) and not row["errors"]
+    return row
+
+
+def _error_row(method: str, instance: str, seed: int, stage: str, exc: BaseException) -> dict:
+    """A row for a case that could not even be set up (the report still prints)."""
+    row = {k: None for k in REQUIRED_KEYS}
+    row.update({"method": method, "instance": instance, "seed": seed, "solver": "-", "passed": False,
+                "checks": {stage: Check(None, 0.0).as_dict()},
+                "errors": [f"{stage}: {type(exc).__name__}: {exc}"], "warnings": []})
+    return row
+
+
 def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCache] = None,
-                    instance_method: Optional[str] = None) -> list[dict]:
-    """All rows (one per fast solver, plus method-level rows) of one method on one instance."""
+                    instance_method: Optional[str] = None, seed: int = 0) -> list[dict]:
+    """All rows (one per fast solver, plus method-level rows) of one method on one instance.
+
+    Never raises for a failure inside a row: see the module docstring. (An unknown method or
+    instance name is a usage error and raises ``ValueError``.)
+    """
     spec = get_spec(method)
     cache = cache or _DEFAULT_CACHE
-    im = instance_method or _find_instance_method(spec, instance)
-    inst = get_instance(im, instance)
-    form, refs = cache.get(spec, inst)
-    summary = _reference_summary(spec, form, refs)
-    truth_checks, kkt_max = _truth_checks(spec, form, refs, summary)
-    p_star = summary["p_star_clarabel"]
-    rows = []
-    for fs in spec.fast_solvers(inst):
-        res, elapsed, warns = _run_fast(fs, inst)
-        point = res.point
-        f_fast = form.value_at(point)
-        checks = dict(truth_checks)
-        checks["value_at_agreement"] = Check(_rel(res.objective, f_fast), tol.VALUE_AT_RTOL)
-        rel_gap = None if p_star is None else (f_fast - p_star) / max(1.0, abs(p_star))
-        checks["rel_gap"] = Check(rel_gap, fs.gap_tol, low=-tol.GAP_NEGATIVE_SLACK)
-        checks["converged"] = Check(0.0 if res.converged else 1.0, 0.0)
-        if form.point_name == "M":
-            M = np.asarray(point)
-            lam_min = float(np.linalg.eigvalsh(M)[0])
-            checks["psd_feasible"] = Check(max(0.0, -lam_min) / max(1.0, float(np.linalg.norm(M, 2))),
-                                           tol.PSD_FEASIBILITY_TOL)
-        kkt_fast = spec.kkt_fast(form, point) if spec.kkt_fast is not None else None
-        if kkt_fast is not None and fs.kkt_tol is not None:
-            checks["kkt_fast"] = Check(kkt_fast, fs.kkt_tol)
-        if spec.extra_checks is not None:
-            for name, (value, t) in spec.extra_checks(form, inst, res, refs).items():
-                checks[name] = Check(value, t)
-        t_fast = res.time if res.time else elapsed
-        row = {
-            "method": spec.name, "instance": inst.name, "solver": fs.name, "d": inst.d,
-            "n_constraints": inst.n_constraints,
-            "p_star_clarabel": _num(p_star), "p_star_scs": _num(summary["p_star_scs"]),
-            "f_fast": _num(f_fast), "f_fast_self": _num(res.objective), "rel_gap": _num(rel_gap),
-            "kkt_truth": _num(kkt_max), "kkt_fast": _num(kkt_fast),
-            "time_clarabel": _num(summary["time_clarabel"]), "time_scs": _num(summary["time_scs"]),
-            "time_fast": _num(t_fast),
-            "speedup_clarabel": _num(summary["time_clarabel"] / t_fast) if summary["time_clarabel"] and t_fast else None,
-            "speedup_scs": _num(summary["time_scs"] / t_fast) if summary["time_scs"] and t_fast else None,
-            "status_clarabel": summary["status_clarabel"], "status_scs": summary["status_scs"],
-            "lambda_min_scs": _num(summary["lambda_min_scs"]),
-            "n_iter": res.n_iter, "converged": bool(res.converged), "warnings": warns,
-            "checks": {k: c.as_dict() for k, c in checks.items()},
-        }
-        row["passed"] = all(c["passed"] for c in row["checks"].values())
-        rows.append(row)
+    im = instance_method or find_instance_method(spec, instance)
+    try:
+        inst = get_instance(im, instance, seed=seed)
+    except Exception as exc:   # noqa: BLE001
+        return [_error_row(spec.name, instance, seed, "instance", exc)]
+    ref = cache.get(spec, inst)
+    truth_guard = _Guard()
+    truth_guard.errors = list(ref.errors)
+    for msg in ref.errors:
+        truth_guard.checks[msg.split(":", 1)[0]] = Check(None, 0.0)
+    kkt_truth = _truth_checks(spec, ref, truth_guard)
+    try:
+        solvers = spec.fast_solvers(inst)
+    except Exception as exc:   # noqa: BLE001
+        return [_error_row(spec.name, inst.name, seed, "fast_solvers", exc)]
+    rows = [_fast_row(spec, inst, ref, fs, truth_guard, kkt_truth) for fs in solvers]
     if spec.extra_rows is not None:
-        rows.extend(spec.extra_rows(inst))
+        try:
+            rows.extend(spec.extra_rows(inst))
+        except Exception as exc:   # noqa: BLE001
+            rows.append(_error_row(spec.name, inst.name, seed, "extra_rows", exc))
     return rows
 
 
-def _find_instance_method(spec: MethodSpec, instance: str) -> str:
+def find_instance_method(spec: MethodSpec, instance: str) -> str:
+    """The instance family (``spec.instance_methods``) that holds ``instance``."""
     for im in spec.instance_methods:
         if instance in list_instances(im):
             return im
@@ -195,13 +319,32 @@ def _find_instance_method(spec: MethodSpec, instance: str) -> str:
     raise ValueError(f"unknown instance {instance!r} for method {spec.name}; choose one of {', '.join(names)}")
 
 
+def methods_with_instance(instance: str) -> list[str]:
+    """Every method that lists ``instance`` among its instances."""
+    out = []
+    for m in list_methods():
+        spec = get_spec(m)
+        if any(instance in list_instances(im) for im in spec.instance_methods):
+            out.append(m)
+    return out
+
+
 def default_cases(methods: Optional[Iterable[str]] = None, instance: Optional[str] = None) -> list[tuple[str, str, str]]:
-    """(method, instance_method, instance) triples of the default report."""
+    """(method, instance_method, instance) triples of the default report.
+
+    With ``instance`` and no ``methods``, the methods that have an instance of that name.
+    """
+    if instance is not None and not methods:
+        methods = methods_with_instance(instance)
+        if not methods:
+            known = sorted({n for m in list_methods() for im in get_spec(m).instance_methods
+                            for n in list_instances(im)})
+            raise ValueError(f"no method has an instance named {instance!r}; choose one of {', '.join(known)}")
     cases = []
     for m in (methods or list_methods()):
         spec = get_spec(m)
         if instance is not None:
-            cases.append((m, _find_instance_method(spec, instance), instance))
+            cases.append((m, find_instance_method(spec, instance), instance))
             continue
         for im in spec.instance_methods:
             for name in list_instances(im, default_only=True):
@@ -209,53 +352,81 @@ def default_cases(methods: Optional[Iterable[str]] = None, instance: Optional[st
     return cases
 
 
-def verify_method(method: str, instances: Optional[Iterable[str]] = None, **kw) -> list[dict]:
+def verify_method(method: str, instances: Optional[Iterable[str]] = None, *, seed: int = 0, **kw) -> list[dict]:
     """Rows for a method on the given (default: its default) instances."""
     rows = []
     for m, im, name in default_cases([method]) if instances is None else [(method, None, n) for n in instances]:
-        rows.extend(verify_instance(m, name, instance_method=im, **kw))
+        rows.extend(verify_instance(m, name, instance_method=im, seed=seed, **kw))
     return rows
 
 
 def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceCache] = None,
-                gap_tol: float = tol.GAP_FIRST_ORDER) -> dict:
-    """Score a user's point (e.g. another library's M) against the ground truth.
+                gap_tol: float = tol.GAP_FIRST_ORDER, seed: int = 0) -> dict:
+    """Score a user's point (e.g. another library's M) against the certified ground truth.
+
+    The point is first made feasible by the formulation's own ``make_feasible`` (PSD projection;
+    for MMC a rescaling onto its constraint, so that a correct but differently scaled M scores as
+    the same metric — MMC's solution is only defined up to that scale), and the distance of that
+    step is reported as ``infeasibility``.
 
     Returns
     -------
     dict
-        ``value`` (value_at), ``p_star_clarabel``, ``rel_gap``, ``kkt`` (the fast-point KKT
-        residual when the method defines one), ``lambda_min`` (matrix points), ``feasible``,
-        ``passed`` (feasible and gap within ``gap_tol``), and ``checks``.
+        ``value`` (value_at of the feasible point), ``p_star_lower``/``p_star_upper`` (the
+        certified interval), ``rel_gap`` (to the upper end), ``kkt`` (the fast-point KKT residual
+        when the method defines one), ``lambda_min`` (matrix points), ``feasible``, ``passed``
+        (feasible, certified truth, and gap within ``gap_tol``), ``checks`` and ``errors``.
+
+    Raises
+    ------
+    ValueError
+        For a point of the wrong shape, with NaN/inf, or (matrices) not symmetric.
     """
     spec = get_spec(method)
     cache = cache or _DEFAULT_CACHE
-    inst = get_instance(_find_instance_method(spec, instance), instance)
-    form, refs = cache.get(spec, inst)
+    inst = get_instance(find_instance_method(spec, instance), instance, seed=seed)
+    ref = cache.get(spec, inst)
+    form = ref.form
+    if form is None:
+        raise ValueError(f"the ground truth of {method}/{instance} could not be built: {'; '.join(ref.errors)}")
     point = np.array(point, dtype=np.float64)
     expected = form.point.shape
     if point.shape != expected:
         raise ValueError(f"the point for {method}/{instance} must have shape {expected}; got {point.shape}")
     if not np.all(np.isfinite(point)):
         raise ValueError("the point contains NaN or inf")
-    checks: dict[str, Check] = {}
+    guard = _Guard()
+    guard.errors = list(ref.errors)
     lam_min = None
     if form.point_name == "M":
-        asym = float(np.max(np.abs(point - point.T)))
-        if asym > 1e-8 * max(1.0, float(np.max(np.abs(point)))):
+        scale = float(np.max(np.abs(point))) if point.size else 0.0
+        asym = float(np.max(np.abs(point - point.T))) if point.size else 0.0
+        if asym > tol.SYMMETRY_RTOL * scale:
             raise ValueError(f"M is not symmetric (max |M - M.T| = {asym:.3g}); pass a symmetric matrix")
         point = 0.5 * (point + point.T)
-        lam_min = float(np.linalg.eigvalsh(point)[0])
-        checks["psd_feasible"] = Check(max(0.0, -lam_min) / max(1.0, float(np.linalg.norm(point, 2))),
-                                       tol.PSD_FEASIBILITY_TOL)
-    value = form.value_at(point)
-    clar = refs.get("CLARABEL")
-    p_star = clar.value if clar is not None and clar.ok else None
-    rel_gap = None if p_star is None else (value - p_star) / max(1.0, abs(p_star))
-    checks["rel_gap"] = Check(rel_gap, gap_tol, low=-tol.GAP_NEGATIVE_SLACK)
-    kkt = spec.kkt_fast(form, point) if spec.kkt_fast is not None else None
-    return {"method": method, "instance": instance, "value": _num(value), "p_star_clarabel": _num(p_star),
+        lam = np.linalg.eigvalsh(point)
+        lam_min = float(lam[0])
+        guard.checks["psd_feasible"] = Check(max(0.0, -lam[0]) / max(abs(lam[-1]), np.finfo(float).tiny),
+                                             tol.PSD_FEASIBILITY_TOL)
+    feasible = guard("make_feasible", form.feasible_point, point)
+    value = None if feasible is None else guard("value_at", form.value_at, feasible)
+    truth = ref.truth
+    rel_gap = None
+    if truth is not None:
+        guard.checks["truth_certified"] = Check(truth.gap, truth.rtol)
+        if value is not None and truth.p_star is not None:
+            rel_gap = relative_difference(value, truth.p_star)
+            guard.checks["rel_gap"] = Check(rel_gap, gap_tol, low=-math.inf)
+            guard.checks["above_truth_lower_bound"] = Check(relative_difference(truth.bounds.lower, value),
+                                                            tol.GAP_NEGATIVE_SLACK)
+    else:
+        guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
+    kkt = None if spec.kkt_fast is None or feasible is None else guard("kkt_fast", spec.kkt_fast, form, feasible)
+    return {"method": method, "instance": instance, "value": _num(value),
+            "p_star_lower": _num(truth.bounds.lower) if truth else None,
+            "p_star_upper": _num(truth.p_star) if truth else None,
             "rel_gap": _num(rel_gap), "kkt": _num(kkt), "lambda_min": _num(lam_min),
-            "feasible": checks.get("psd_feasible", Check(0.0, 1.0)).passed,
-            "checks": {k: c.as_dict() for k, c in checks.items()},
-            "passed": all(c.passed for c in checks.values())}
+            "feasible": guard.checks.get("psd_feasible", Check(0.0, 1.0)).passed,
+            "checks": {k: c.as_dict() for k, c in guard.checks.items()},
+            "errors": guard.errors,
+            "passed": all(c.passed for c in guard.checks.values()) and not guard.errors}

@@ -27,12 +27,17 @@ class FastSolver:
         Relative optimality gap required (see ``verification.tolerances``).
     kkt_tol : float or None
         Threshold of the fast point's KKT residual (None: reported, not checked).
+    expect_converged : bool
+        Whether the row requires ``converged=True``. False only for algorithms that are not
+        optimal by design (e.g. stage-wise boosting never lowers a weight): their row then
+        checks that the solver *says* so (``converged=False`` with its certified gap reported).
     """
 
     name: str
     run: Callable[[Any], Any]
     gap_tol: float
     kkt_tol: Optional[float] = None
+    expect_converged: bool = True
 
 
 @dataclass(frozen=True)
@@ -53,15 +58,15 @@ class MethodSpec:
         ``kkt_truth(formulation, reference_solution) -> dict[str, float]``.
     kkt_fast : callable or None
         ``kkt_fast(formulation, point) -> float``.
-    project_point : callable
-        ``project_point(formulation, point)``: maps a (slightly infeasible) reference point,
-        e.g. SCS's M, onto the feasible set before it is scored (default: PSD projection of
-        matrix points, identity otherwise).
     extra_checks : callable or None
-        ``extra_checks(formulation, instance, result, reference) -> dict[str, (value, tol)]``:
-        method-specific checks added to each fast-solver row (certified gaps, ...).
+        ``extra_checks(formulation, instance, result, truth) -> dict[str, (value, tol)]``:
+        method-specific checks added to each fast-solver row (``truth`` is the
+        :class:`formulations.ladder.CertifiedTruth` of the row).
     extra_rows : callable or None
         ``extra_rows(instance) -> list[dict]``: method-level rows (e.g. the Fantope theorem).
+    truth_rtol : float
+        Relative width the certified ground-truth interval must reach
+        (``verification.tolerances.TRUTH_RTOL`` unless a method documents another).
     """
 
     name: str
@@ -70,10 +75,9 @@ class MethodSpec:
     fast_solvers: Callable
     kkt_truth: Callable
     kkt_fast: Optional[Callable] = None
-    project_point: Optional[Callable] = None
     extra_checks: Optional[Callable] = None
     extra_rows: Optional[Callable] = None
-    reference_solvers: tuple = ("CLARABEL", "SCS")
+    truth_rtol: Optional[float] = None
 
 
 _SPECS: dict[str, MethodSpec] = {}

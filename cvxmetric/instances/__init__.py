@@ -4,11 +4,17 @@ An :class:`Instance` bundles data, a constraint set and the model's hyper-parame
 stable name. Each method registers its instances in a module of this package (``qwise.py``,
 ``lmnn.py``, ...), discovered automatically, so adding a method never edits this file.
 Factories are called lazily and every random choice in them is seeded, so an instance name
-always means the same numbers.
+always means the same numbers. Every factory takes an instance ``seed`` (default 0): seed 0 is
+the documented default instance, and ``seed = s`` regenerates every random choice of the factory
+from seeds shifted by :func:`shifted_seed` (the report's ``--seed S``), so the same instance
+*recipe* can be verified on other draws. Deterministic instances (a whole bundled data set)
+ignore it.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -17,7 +23,16 @@ import numpy as np
 
 from ..constraints import ConstraintSet
 
-__all__ = ["Instance", "register", "get_instance", "list_instances"]
+__all__ = ["Instance", "register", "get_instance", "list_instances", "shifted_seed", "SEED_STRIDE"]
+
+#: Instance seed s shifts every internal seed b of a factory to b + SEED_STRIDE * s: seeds of
+#: different instances (all below 1000) never collide across instance seeds.
+SEED_STRIDE = 1000
+
+
+def shifted_seed(base: int, seed: int) -> int:
+    """The internal seed ``base`` of a factory under the instance seed ``seed``."""
+    return int(base) + SEED_STRIDE * int(seed)
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +57,8 @@ class Instance:
         One line for reports.
     extra : dict
         Anything else a method needs (a target metric, a split, ...).
+    seed : int
+        The instance seed it was generated with (0: the default instance).
     """
 
     method: str
@@ -52,6 +69,7 @@ class Instance:
     y: np.ndarray | None = None
     description: str = ""
     extra: dict = field(default_factory=dict)
+    seed: int = 0
 
     @property
     def d(self) -> int:
@@ -68,11 +86,14 @@ _LOADED = False
 
 
 def register(method: str, name: str, *, default: bool = True):
-    """Decorator registering a zero-argument factory returning an :class:`Instance`.
+    """Decorator registering a factory ``factory(seed: int = 0) -> Instance``.
 
     ``default=False`` keeps an instance out of the default report (e.g. benchmark sizes).
     """
-    def deco(factory: Callable[[], Instance]):
+    def deco(factory: Callable[..., Instance]):
+        if "seed" not in inspect.signature(factory).parameters:
+            raise TypeError(f"instance factory {method}/{name} must take a 'seed' argument "
+                            f"(use shifted_seed(base, seed) for its random choices)")
         _REGISTRY.setdefault(method, {})[name] = (factory, default)
         return factory
     return deco
@@ -99,16 +120,18 @@ def list_instances(method: str | None = None, *, default_only: bool = False) -> 
     return names(method)
 
 
-def get_instance(method: str, name: str) -> Instance:
-    """The instance ``name`` of ``method`` (built once, then cached)."""
+def get_instance(method: str, name: str, seed: int = 0) -> Instance:
+    """The instance ``name`` of ``method`` drawn with instance ``seed`` (built once, then cached)."""
     _load_all()
     if method not in _REGISTRY:
         raise ValueError(f"no instances for method {method!r}; known methods: {sorted(_REGISTRY)}")
     if name not in _REGISTRY[method]:
         raise ValueError(f"unknown instance {name!r} for {method}; choose one of {sorted(_REGISTRY[method])}")
-    key = (method, name)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    key = (method, name, int(seed))
     if key not in _CACHE:
-        inst = _REGISTRY[method][name][0]()
+        inst = dataclasses.replace(_REGISTRY[method][name][0](seed=int(seed)), seed=int(seed))
         inst.X.setflags(write=False)
         _CACHE[key] = inst
     return _CACHE[key]

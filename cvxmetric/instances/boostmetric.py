@@ -13,7 +13,7 @@ import numpy as np
 
 from ..datasets import load_dataset
 from ..generators import triplets_from_labels
-from . import Instance, register
+from . import Instance, register, shifted_seed
 
 #: Default trace weight per smooth loss: nu = 0.01 keeps tr X* around 10 for the exponential loss
 #: (a log-sum-exp, O(1) in m); the logistic loss is a sum of m terms, nu = 1 plays the same role.
@@ -72,8 +72,8 @@ def boostmetric_instance(dataset: str, loss: str, *, n: int = 60, seed: int = 0,
 
 def _make(dataset: str, loss: str):
     @register("boostmetric", f"{dataset}-{loss}")
-    def factory() -> Instance:
-        return boostmetric_instance(dataset, loss)
+    def factory(seed: int = 0) -> Instance:
+        return boostmetric_instance(dataset, loss, seed=shifted_seed(0, seed))
     return factory
 
 

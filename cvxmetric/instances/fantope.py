@@ -12,7 +12,7 @@ from ..datasets import synthetic_low_rank_metric
 from ..fantope import fantope_projector
 from ..generators import quadruplets_from_metric
 from ..linalg import random_psd
-from . import Instance, register
+from . import Instance, register, shifted_seed
 
 
 def synthetic_fantope(d: int, e: int, n: int, m: int, *, seed: int, mu: float, gamma: float,
@@ -29,21 +29,21 @@ def synthetic_fantope(d: int, e: int, n: int, m: int, *, seed: int, mu: float, g
 
 
 @register("fantope", "syn-d8-e2")
-def _syn_d8() -> Instance:
-    return synthetic_fantope(8, 2, 100, 300, seed=80, mu=2.0, gamma=0.1, name="syn-d8-e2")
+def _syn_d8(seed: int = 0) -> Instance:
+    return synthetic_fantope(8, 2, 100, 300, seed=shifted_seed(80, seed), mu=2.0, gamma=0.1, name="syn-d8-e2")
 
 
 @register("fantope", "syn-d10-e3")
-def _syn_d10() -> Instance:
-    return synthetic_fantope(10, 3, 150, 300, seed=100, mu=1.0, gamma=0.1, C_Q=0.3, name="syn-d10-e3")
+def _syn_d10(seed: int = 0) -> Instance:
+    return synthetic_fantope(10, 3, 150, 300, seed=shifted_seed(100, seed), mu=1.0, gamma=0.1, C_Q=0.3, name="syn-d10-e3")
 
 
 @register("fantope", "syn-d16-e4", default=False)
-def _syn_d16() -> Instance:
+def _syn_d16(seed: int = 0) -> Instance:
     """Larger (~10-20 s of fast solves per row); the subgradient engine needs ~2e4 iterations."""
-    return synthetic_fantope(16, 4, 300, 600, seed=160, mu=2.0, gamma=0.0, name="syn-d16-e4")
+    return synthetic_fantope(16, 4, 300, 600, seed=shifted_seed(160, seed), mu=2.0, gamma=0.0, name="syn-d16-e4")
 
 
 @register("fantope", "syn-d50-e10-m1000", default=False)
-def _syn_d50() -> Instance:
-    return synthetic_fantope(50, 10, 2000, 1000, seed=500, mu=2.0, gamma=0.1, name="syn-d50-e10-m1000")
+def _syn_d50(seed: int = 0) -> Instance:
+    return synthetic_fantope(50, 10, 2000, 1000, seed=shifted_seed(500, seed), mu=2.0, gamma=0.1, name="syn-d50-e10-m1000")

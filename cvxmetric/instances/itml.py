@@ -18,7 +18,7 @@ from ..generators import pairs_from_labels
 from ..itml import default_bounds
 from ..linalg import random_psd
 from ..tolerances import ZERO_LENGTH_TOL
-from . import Instance, register
+from . import Instance, register, shifted_seed
 
 __all__ = ["itml_pairs", "itml_instance"]
 
@@ -58,28 +58,28 @@ def itml_instance(name: str, X, y, *, n_similar: int, n_dissimilar: int, seed: i
 
 
 @register("itml", "iris")
-def _iris() -> Instance:
+def _iris(seed: int = 0) -> Instance:
     X, y = load_dataset("iris")
-    return itml_instance("iris", X, y, n_similar=100, n_dissimilar=100, seed=31, gamma=1.0,
+    return itml_instance("iris", X, y, n_similar=100, n_dissimilar=100, seed=shifted_seed(31, seed), gamma=1.0,
                          description="iris (standardized), identity prior")
 
 
 @register("itml", "wine")
-def _wine() -> Instance:
+def _wine(seed: int = 0) -> Instance:
     X, y = load_dataset("wine")
-    return itml_instance("wine", X, y, n_similar=150, n_dissimilar=150, seed=32, gamma=1.0,
+    return itml_instance("wine", X, y, n_similar=150, n_dissimilar=150, seed=shifted_seed(32, seed), gamma=1.0,
                          description="wine (standardized), identity prior")
 
 
 @register("itml", "syn-d8")
-def _syn_d8() -> Instance:
+def _syn_d8(seed: int = 0) -> Instance:
     """Three overlapping anisotropic Gaussian classes in d = 8, a random positive definite prior."""
-    rng = np.random.default_rng(33)
+    rng = np.random.default_rng(shifted_seed(33, seed))
     d, n_per = 8, 60
     A = rng.standard_normal((d, d)) / np.sqrt(d)
     centers = 1.5 * rng.standard_normal((3, d))
     X = np.concatenate([c + rng.standard_normal((n_per, d)) @ A for c in centers])
     y = np.repeat(np.arange(3), n_per)
     prior = random_psd(d, seed=rng) + 0.5 * np.eye(d)
-    return itml_instance("syn-d8", X, y, n_similar=200, n_dissimilar=200, seed=34, gamma=0.5, prior=prior,
+    return itml_instance("syn-d8", X, y, n_similar=200, n_dissimilar=200, seed=shifted_seed(34, seed), gamma=0.5, prior=prior,
                          description="synthetic 3-class Gaussians d=8, random PD prior")

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..datasets import load_dataset
 from ..generators import lmnn_constraints
-from . import Instance, register
+from . import Instance, register, shifted_seed
 
 
 def balanced_subsample(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
@@ -29,10 +29,10 @@ def lmnn_instance(name: str, X: np.ndarray, y: np.ndarray, *, k: int, mu: float 
 
 
 @register("lmnn", "iris-sub")
-def _iris() -> Instance:
+def _iris(seed: int = 0) -> Instance:
     """Iris (standardized), 10 points per class, k = 2: 1,200 triplets, d = 4."""
     X, y = load_dataset("iris")
-    idx = balanced_subsample(y, 10, seed=0)
+    idx = balanced_subsample(y, 10, seed=shifted_seed(0, seed))
     return lmnn_instance("iris-sub", X[idx], y[idx], k=2)
 
 
@@ -44,18 +44,18 @@ WINE_LMNN_FEATURES = (0, 1, 3, 4, 7, 8, 10)
 
 
 @register("lmnn", "wine-sub")
-def _wine() -> Instance:
+def _wine(seed: int = 0) -> Instance:
     """Wine (standardized, 7 of 13 features), 10 points per class, k = 2: 1,200 triplets, d = 7."""
     X, y = load_dataset("wine")
-    idx = balanced_subsample(y, 10, seed=1)
+    idx = balanced_subsample(y, 10, seed=shifted_seed(1, seed))
     return lmnn_instance("wine-sub", X[np.ix_(idx, WINE_LMNN_FEATURES)], y[idx], k=2)
 
 
 @register("lmnn", "syn-blobs")
-def _blobs() -> Instance:
+def _blobs(seed: int = 0) -> Instance:
     """Four overlapping Gaussian classes in d = 6 (two informative axes, four noise axes),
     8 points per class, k = 2: 1,536 triplets."""
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(shifted_seed(3, seed))
     centers = np.zeros((4, 6))
     centers[:, :2] = [[0, 0], [2, 0], [0, 2], [2, 2]]
     scale = np.array([0.8, 0.8, 2.0, 2.0, 2.0, 2.0])

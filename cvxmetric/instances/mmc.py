@@ -11,7 +11,7 @@ import numpy as np
 
 from ..datasets import load_dataset
 from ..generators import pairs_from_labels
-from . import Instance, register
+from . import Instance, register, shifted_seed
 
 
 def mmc_pairs(y, n_similar: int, n_dissimilar: int, seed):
@@ -26,25 +26,25 @@ def mmc_instance(name: str, X, y, n_pairs: int, seed: int, description: str) -> 
 
 
 @register("mmc", "iris")
-def _iris() -> Instance:
+def _iris(seed: int = 0) -> Instance:
     X, y = load_dataset("iris")
-    return mmc_instance("iris", X, y, 100, 1, "iris (standardized), 100 similar + 100 dissimilar pairs, d=4")
+    return mmc_instance("iris", X, y, 100, shifted_seed(1, seed), "iris (standardized), 100 similar + 100 dissimilar pairs, d=4")
 
 
 @register("mmc", "wine")
-def _wine() -> Instance:
+def _wine(seed: int = 0) -> Instance:
     X, y = load_dataset("wine")
-    return mmc_instance("wine", X, y, 150, 2, "wine (standardized), 150 similar + 150 dissimilar pairs, d=13")
+    return mmc_instance("wine", X, y, 150, shifted_seed(2, seed), "wine (standardized), 150 similar + 150 dissimilar pairs, d=13")
 
 
 @register("mmc", "syn-blobs")
-def _blobs() -> Instance:
+def _blobs(seed: int = 0) -> Instance:
     """Three Gaussian classes, d = 8, axis scales 0.5..2 (C_S condition number ~ 20); a strongly
     anisotropic mix (condition ~ 1e4) makes Clarabel stop "optimal_inaccurate"."""
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(shifted_seed(4, seed))
     d = 8
     centers = 0.7 * rng.standard_normal((3, d))
     scale = np.linspace(0.5, 2.0, d)
     X = np.concatenate([c + scale * rng.standard_normal((40, d)) for c in centers])
     y = np.repeat(np.arange(3), 40)
-    return mmc_instance("syn-blobs", X, y, 120, 5, "3 Gaussian classes, d=8, axis scales 0.5..2, 120 + 120 pairs")
+    return mmc_instance("syn-blobs", X, y, 120, shifted_seed(5, seed), "3 Gaussian classes, d=8, axis scales 0.5..2, 120 + 120 pairs")

@@ -10,7 +10,7 @@ import numpy as np
 from ..constraints import ConstraintSet
 from ..datasets import load_dataset, synthetic_low_rank_metric
 from ..generators import pairs_from_labels, quadruplets_from_metric, relative_attribute_quadruplets
-from . import Instance, register
+from . import Instance, register, shifted_seed
 
 
 def synthetic_qwise(d: int, e: int, n: int, m: int, *, seed: int, flip: float = 0.1,
@@ -27,20 +27,20 @@ def synthetic_qwise(d: int, e: int, n: int, m: int, *, seed: int, flip: float = 
 
 
 @register("qwise", "syn-d5")
-def _syn_d5() -> Instance:
-    return synthetic_qwise(5, 2, 80, 300, seed=5, regularizer="trace", name="syn-d5", C_Q=10.0)
+def _syn_d5(seed: int = 0) -> Instance:
+    return synthetic_qwise(5, 2, 80, 300, seed=shifted_seed(5, seed), regularizer="trace", name="syn-d5", C_Q=10.0)
 
 
 @register("qwise", "syn-d20")
-def _syn_d20() -> Instance:
-    return synthetic_qwise(20, 4, 400, 2000, seed=20, regularizer="frobenius", name="syn-d20", C_Q=0.3)
+def _syn_d20(seed: int = 0) -> Instance:
+    return synthetic_qwise(20, 4, 400, 2000, seed=shifted_seed(20, seed), regularizer="frobenius", name="syn-d20", C_Q=0.3)
 
 
 @register("qwise", "iris-mixed")
-def _iris_mixed() -> Instance:
+def _iris_mixed(seed: int = 0) -> Instance:
     """Iris (standardized): similar/dissimilar pairs plus triplets from labels, trace regularizer."""
     X, y = load_dataset("iris")
-    rng = np.random.default_rng(4)
+    rng = np.random.default_rng(shifted_seed(4, seed))
     pairs = pairs_from_labels(y, n_similar=150, n_dissimilar=150, u=1.0, l=4.0, seed=rng)
     n = X.shape[0]
     i = rng.integers(0, n, 400)
@@ -53,23 +53,23 @@ def _iris_mixed() -> Instance:
 
 
 @register("qwise", "syn-d50-m1000", default=False)
-def _syn_d50_1k() -> Instance:
-    return synthetic_qwise(50, 10, 2000, 1000, seed=50, regularizer="trace", name="syn-d50-m1000", C_Q=1.0)
+def _syn_d50_1k(seed: int = 0) -> Instance:
+    return synthetic_qwise(50, 10, 2000, 1000, seed=shifted_seed(50, seed), regularizer="trace", name="syn-d50-m1000", C_Q=1.0)
 
 
 @register("qwise", "syn-d50-m10000", default=False)
-def _syn_d50_10k() -> Instance:
-    return synthetic_qwise(50, 10, 8000, 10000, seed=51, regularizer="trace", name="syn-d50-m10000", C_Q=1.0)
+def _syn_d50_10k(seed: int = 0) -> Instance:
+    return synthetic_qwise(50, 10, 8000, 10000, seed=shifted_seed(51, seed), regularizer="trace", name="syn-d50-m10000", C_Q=1.0)
 
 
 # ----------------------------------------------------------------------------- vector model
 @register("qwise_vector", "diag-d10")
-def _vec_diag() -> Instance:
+def _vec_diag(seed: int = 0) -> Instance:
     """Diagonal metric (w >= 0) from pairs and quadruplets on synthetic data."""
-    X, T = synthetic_low_rank_metric(200, 10, 3, seed=7)
+    X, T = synthetic_low_rank_metric(200, 10, 3, seed=shifted_seed(7, seed))
     T = np.diag(np.diag(T))
-    quads = quadruplets_from_metric(X, T, 600, seed=8, flip_fraction=0.1)
-    rng = np.random.default_rng(9)
+    quads = quadruplets_from_metric(X, T, 600, seed=shifted_seed(8, seed), flip_fraction=0.1)
+    rng = np.random.default_rng(shifted_seed(9, seed))
     y = (X[:, 0] > 0.5).astype(int) + 2 * (X[:, 1] > 0.5).astype(int)
     pairs = pairs_from_labels(y, n_similar=150, n_dissimilar=150, u=0.0, l=0.0, seed=rng)
     return Instance("qwise_vector", "diag-d10", X, quads + pairs,
@@ -78,17 +78,17 @@ def _vec_diag() -> Instance:
 
 
 @register("qwise_vector", "relattr-d8")
-def _vec_relattr() -> Instance:
+def _vec_relattr(seed: int = 0) -> Instance:
     """Relative attributes (linear model, signed D_w): 6 classes ordered by a hidden direction."""
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(shifted_seed(11, seed))
     n_per, d = 40, 8
     direction = rng.standard_normal(d)
     centers = np.outer(np.array([0, 1, 2, 2, 3, 4], dtype=float), direction / np.linalg.norm(direction))
     X = np.concatenate([c + 0.8 * rng.standard_normal((n_per, d)) for c in centers])
     y = np.repeat(np.arange(6), n_per)
     levels = [[0], [1], [2, 3], [4], [5]]
-    strict = relative_attribute_quadruplets(y, levels, 500, kind="strict", seed=12)
-    relaxed = relative_attribute_quadruplets(y, levels, 300, kind="relaxed", seed=13)
+    strict = relative_attribute_quadruplets(y, levels, 500, kind="strict", seed=shifted_seed(12, seed))
+    relaxed = relative_attribute_quadruplets(y, levels, 300, kind="relaxed", seed=shifted_seed(13, seed))
     return Instance("qwise_vector", "relattr-d8", X, strict + relaxed,
                     params={"model": "linear", "C_Q": 1.0, "C_P": 1.0, "h": 0.05}, y=y,
                     description="linear model, d=8, 500 strict + 300 relaxed relative-attribute quadruplets")

@@ -53,6 +53,5 @@ SPEC = MethodSpec(
     fast_solvers=_fast,
     kkt_truth=itml_kkt_truth,
     kkt_fast=_kkt_fast,
-    project_point=_project,
     extra_checks=_extra,
 )

@@ -54,6 +54,5 @@ SPEC = MethodSpec(
     fast_solvers=_fast,
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
-    project_point=_project,
     extra_checks=certificate_checks,
 )
