@@ -1,17 +1,15 @@
-"""The harness and its command line."""
+"""The harness and its command line (the main job itself runs in tests/test_main_job.py)."""
 import json
-import subprocess
-import sys
-from pathlib import Path
+import math
 
 import numpy as np
 import pytest
 
-from verification.cli import main
+from cvxmetric.instances import Instance, get_instance
+from verification import registry
+from verification.cli import load_point, main
 from verification.harness import REQUIRED_KEYS, Check, ReferenceCache, score_point, verify_instance
-from verification.registry import get_spec, list_methods
-
-ROOT = Path(__file__).resolve().parents[1]
+from verification.registry import FastSolver, MethodSpec, get_spec, list_methods
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +25,9 @@ def rows(cache):
 def test_rows_have_the_stable_keys_and_pass(rows):
     for r in rows:
         assert set(REQUIRED_KEYS) <= set(r)
-        assert r["passed"], r["checks"]
+        assert r["passed"], (r["checks"], r["errors"])
+        assert r["truth_rung"] is not None and r["truth_gap"] <= 1e-6
+        assert r["p_star_lower"] <= r["p_star_upper"]
         for c in r["checks"].values():
             assert set(c) == {"value", "tol", "passed"}
     json.dumps(rows)  # serialisable
@@ -41,9 +41,14 @@ def test_check_semantics():
     assert not Check(-1.0, 1.0, low=-1e-6).passed
 
 
+def _truth_point(cache, method="qwise", instance="syn-d5"):
+    spec = get_spec(method)
+    inst = get_instance(method if method != "qwise" or instance != "diag-d10" else "qwise_vector", instance)
+    return cache.get(spec, inst).truth.point
+
+
 def test_score_point_of_optimum_and_of_a_bad_matrix(cache):
-    spec = get_spec("qwise")
-    good = cache._store[("qwise", "qwise", "syn-d5")][1]["CLARABEL"].point
+    good = _truth_point(cache)
     ok = score_point("qwise", "syn-d5", good, cache=cache)
     assert ok["passed"] and abs(ok["rel_gap"]) < 1e-6 and ok["kkt"] < 1e-3
     bad = score_point("qwise", "syn-d5", 2 * good, cache=cache)
@@ -51,7 +56,6 @@ def test_score_point_of_optimum_and_of_a_bad_matrix(cache):
     indefinite = good - 10 * np.eye(good.shape[0])
     r = score_point("qwise", "syn-d5", indefinite, cache=cache)
     assert not r["feasible"] and not r["passed"]
-    assert spec.name == "qwise"
 
 
 @pytest.mark.parametrize("point, match", [
@@ -70,6 +74,62 @@ def test_unknown_names():
     assert "qwise" in list_methods()
 
 
+# ----------------------------------------------------------------------------- never crash
+def _toy_instance(seed=0):
+    X = np.random.default_rng(seed).standard_normal((6, 2))
+    return Instance("qwise", "syn-d5", X, None)
+
+
+def _broken_spec(**overrides):
+    base = get_spec("qwise")
+    fields = dict(name="broken", instance_methods=("qwise",), build=base.build,
+                  fast_solvers=base.fast_solvers, kkt_truth=base.kkt_truth, kkt_fast=base.kkt_fast)
+    fields.update(overrides)
+    return MethodSpec(**fields)
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("deliberate failure")
+
+
+@pytest.mark.parametrize("override, stage", [
+    ({"build": _boom}, "build"),
+    ({"fast_solvers": lambda inst: [FastSolver("boom", _boom, 1e-3)]}, "fast_solve"),
+    ({"kkt_fast": _boom}, "kkt_fast"),
+    ({"kkt_truth": _boom}, "kkt_truth"),
+    ({"extra_checks": _boom}, "extra_checks"),
+])
+def test_a_failing_stage_fails_its_row_with_the_reason(monkeypatch, override, stage, capsys):
+    spec = _broken_spec(**override)
+    monkeypatch.setitem(registry._SPECS, "broken", spec)
+    rows = verify_instance("broken", "syn-d5", cache=ReferenceCache(), instance_method="qwise")
+    assert rows and not any(r["passed"] for r in rows)
+    assert any(stage in e and "deliberate failure" in e for r in rows for e in r["errors"])
+    assert any(stage in r["checks"] and not r["checks"][stage]["passed"] for r in rows)
+    # the command line prints the table and the reason, and exits 1 (not a traceback)
+    assert main(["--method", "broken", "--instance", "syn-d5", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "rows passed" in out and "deliberate failure" in out
+
+
+def test_converged_claim_without_certificate_fails_the_row(monkeypatch):
+    """A solver whose result does not carry the contract's measure fails 'result_contract'."""
+    from solvers.result import SolverResult
+
+    def liar(inst):
+        d = inst.d
+        return SolverResult("liar", np.zeros((d, d)), None, 0.0, 1, True, np.zeros(1), 0.0)
+
+    spec = _broken_spec(fast_solvers=lambda inst: [FastSolver("liar", liar, 1e-3)])
+    monkeypatch.setitem(registry._SPECS, "broken", spec)
+    (row,) = verify_instance("broken", "syn-d5", cache=ReferenceCache(), instance_method="qwise")
+    assert not row["passed"]
+    assert not row["checks"]["result_contract"]["passed"]
+    assert not row["checks"]["rel_gap"]["passed"]           # M = 0 is far from optimal
+    assert not row["checks"]["value_at_agreement"]["passed"]  # its objective 0 is not f(0)
+
+
+# ----------------------------------------------------------------------------- command line
 def test_cli_json_one_instance(capsys):
     code = main(["--method", "qwise", "--instance", "relattr-d8", "--json", "--no-progress"])
     out = json.loads(capsys.readouterr().out)
@@ -78,42 +138,77 @@ def test_cli_json_one_instance(capsys):
     assert set(REQUIRED_KEYS) <= set(out[0])
 
 
+def test_cli_instance_alone_finds_its_method(capsys):
+    assert main(["--instance", "relattr-d8", "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["method"] for r in out} == {"qwise"}
+    assert main(["--instance", "nope"]) == 2
+    assert "no method has an instance named 'nope'" in capsys.readouterr().err
+
+
 def test_cli_table_and_list(capsys):
     assert main(["--method", "qwise", "--instance", "syn-d5", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "qwise-subgradient" in out and "PASS" in out and "rows passed" in out
+    assert "qwise-pdhg" in out and "PASS" in out and "rows passed" in out
     assert main(["--list"]) == 0
     assert "syn-d20" in capsys.readouterr().out
 
 
-def test_cli_check_matrix(tmp_path, capsys, cache):
+def test_cli_check_matrix(tmp_path, capsys):
     from verification.harness import _DEFAULT_CACHE
 
-    good = verify_instance("qwise", "syn-d5")  # fills the default cache used by the CLI
-    assert good
-    M = _DEFAULT_CACHE._store[("qwise", "qwise", "syn-d5")][1]["CLARABEL"].point
+    M = _truth_point(_DEFAULT_CACHE)
     f = tmp_path / "M.npy"
     np.save(f, M)
     assert main(["--method", "qwise", "--instance", "syn-d5", "--check-matrix", str(f), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["passed"] is True
+    txt = tmp_path / "M.csv"
+    np.savetxt(txt, M, delimiter=",", fmt="%.17g")
+    assert main(["--instance", "syn-d5", "--check-matrix", str(txt)]) == 0
+    capsys.readouterr()
     np.save(f, 3 * M)
     assert main(["--method", "qwise", "--instance", "syn-d5", "--check-matrix", str(f)]) == 1
     assert "rel_gap" in capsys.readouterr().out
+
+
+def test_load_point_reads_text_and_npy(tmp_path):
+    A = np.arange(9.0).reshape(3, 3)
+    np.save(tmp_path / "a.npy", A)
+    np.savetxt(tmp_path / "a.txt", A)
+    assert np.array_equal(load_point(str(tmp_path / "a.npy")), A)
+    assert np.array_equal(load_point(str(tmp_path / "a.txt")), A)
+
+
+@pytest.mark.parametrize("content, suffix, match", [
+    (b"", ".npy", "is empty"),
+    (b"1 2\n3 4\n", ".npy", "is not a .npy file"),
+    (b"a,b\nc,d\n", ".csv", "not a numeric text matrix"),
+    (b"\x93NUMPY\x01\x00garbage", ".npy", "could not be read"),
+])
+def test_cli_bad_check_matrix_files_exit_2(tmp_path, capsys, content, suffix, match):
+    f = tmp_path / f"M{suffix}"
+    f.write_bytes(content)
+    assert main(["--method", "qwise", "--instance", "syn-d5", "--check-matrix", str(f)]) == 2
+    assert match in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, match", [
     (["--method", "nope"], "unknown method"),
     (["--method", "qwise", "--instance", "nope"], "unknown instance"),
     (["--method", "qwise", "--check-matrix", "x.npy"], "--check-matrix needs"),
-    (["--method", "qwise", "--instance", "syn-d5", "--check-matrix", "/no/such/file.npy"], "cannot read"),
+    (["--method", "qwise", "--instance", "syn-d5", "--check-matrix", "/no/such/file.npy"], "no such file"),
+    (["--seed", "-1"], "--seed must be a non-negative integer"),
+    (["--seed", "x"], "--seed must be a non-negative integer"),
 ])
 def test_cli_errors_exit_2(argv, match, capsys):
     assert main(argv) == 2
     assert match in capsys.readouterr().err
 
 
-def test_module_entry_point_runs():
-    r = subprocess.run([sys.executable, "-m", "verification", "--method", "qwise", "--instance", "relattr-d8",
-                        "--json"], cwd=ROOT, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)[0]["solver"] == "qwise-vector-newton"
+def test_seeded_instances_differ_and_are_reproducible():
+    a, b = get_instance("qwise", "syn-d5", seed=0), get_instance("qwise", "syn-d5", seed=1)
+    assert a.seed == 0 and b.seed == 1 and not np.array_equal(a.X, b.X)
+    assert get_instance("qwise", "syn-d5", seed=1) is b
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        get_instance("qwise", "syn-d5", seed=-1)
+    assert math.isfinite(float(b.X.sum()))
