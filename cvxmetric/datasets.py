@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_rng, check_int_in_range
+from ._checks import as_data_matrix, as_rng, check_bool, check_int_in_range
 from .linalg import random_psd
 
 __all__ = ["load_dataset", "standardize", "synthetic_low_rank_metric", "DATASETS"]
@@ -17,7 +17,7 @@ DATASETS = ("iris", "wine", "breast_cancer", "digits")
 
 def standardize(X: np.ndarray) -> np.ndarray:
     """Zero mean, unit variance per column (constant columns are only centred). Returns a copy."""
-    X = np.asarray(X, dtype=np.float64)
+    X = as_data_matrix(X)
     mu = X.mean(axis=0)
     sd = X.std(axis=0)
     sd[sd == 0] = 1.0
@@ -37,7 +37,8 @@ def load_dataset(name: str, *, standardized: bool = True) -> tuple[np.ndarray, n
 
     loaders = {"iris": skd.load_iris, "wine": skd.load_wine,
                "breast_cancer": skd.load_breast_cancer, "digits": skd.load_digits}
-    if name not in loaders:
+    standardized = check_bool(standardized, "standardized")
+    if not isinstance(name, str) or name not in loaders:
         raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
     bunch = loaders[name]()
     X = np.asarray(bunch.data, dtype=np.float64)
@@ -56,6 +57,7 @@ def synthetic_low_rank_metric(n: int, d: int, e: int, *, seed=None) -> tuple[np.
     X : ndarray, shape (n, d)
     T : ndarray, shape (d, d), rank ``e``
     """
+    n = check_int_in_range(n, "n", 1)
     d = check_int_in_range(d, "d", 1, 10**6)
     e = check_int_in_range(e, "e", 1, d)
     rng = as_rng(seed)
