@@ -83,7 +83,7 @@ class ConstraintSet:
         if np.any(both):
             q = int(np.argmax(both))
             raise ValueError(
-                f"constraint {q} = {tuple(idx[q])} compares two zero-length pairs and constrains "
+                f"constraint {q} = {tuple(idx[q].tolist())} compares two zero-length pairs and constrains "
                 "nothing; remove it"
             )
         object.__setattr__(self, "idx", _readonly(idx))
@@ -109,7 +109,7 @@ class ConstraintSet:
         p = as_index_array(pairs, 2, "pairs")
         if np.any(p[:, 0] == p[:, 1]):
             q = int(np.argmax(p[:, 0] == p[:, 1]))
-            raise ValueError(f"pair {q} = {tuple(p[q])} joins a point to itself; remove it")
+            raise ValueError(f"pair {q} = {tuple(p[q].tolist())} joins a point to itself; remove it")
         b = _broadcast(bound, p.shape[0], "bound")
         if similar:
             idx = np.column_stack([p[:, 0], p[:, 1], p[:, 0], p[:, 0]])
@@ -190,7 +190,7 @@ class ConstraintSet:
         if len(self) and int(self.idx.max()) >= n:
             q = int(np.argmax(self.idx.max(axis=1) >= n))
             raise ValueError(
-                f"{name}: constraint {q} = {tuple(self.idx[q])} indexes a row >= n = {n} "
+                f"{name}: constraint {q} = {tuple(self.idx[q].tolist())} indexes a row >= n = {n} "
                 "(X has only n rows)"
             )
         return self
