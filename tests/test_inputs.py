@@ -304,3 +304,18 @@ def test_lmnn_overflow_message_names_the_cause():
         solve_lmnn(X * 1e-3, y, 2, max_triplets=20, max_iter=5)
     with pytest.raises(RuntimeError, match="scale matches the margin"):
         solve_lmnn(3.0 * rng.standard_normal((30, 3)), y, 2, method="pdhg", max_triplets=20, max_iter=5)
+
+
+def test_solver_flags_must_be_real_bools():
+    from solvers.mmc import mmc_ascent
+    from solvers.pdhg import pdhg
+
+    X, _ = _data()
+    model = qwise_model(X, ConstraintSet.from_triplets([[0, 1, 9], [2, 3, 12]]))
+    for flag in ("restarts", "adaptive_step"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False"):
+            pdhg(model, **{flag: "no"})
+    pairs = (ConstraintSet.from_pairs([[0, 1], [2, 3], [8, 9]], similar=True, bound=0.0)
+             + ConstraintSet.from_pairs([[0, 9]], similar=False, bound=0.0))
+    with pytest.raises(TypeError, match="whiten must be True or False"):
+        mmc_ascent(MMCModel(X, pairs), whiten="no")
