@@ -183,3 +183,14 @@ def test_feature_scales_1e_4_to_1e4_are_accepted_everywhere():
     # a row that differs from another only in the 1e-4 feature is a distinct point
     Xd = np.vstack([X, X[0] + np.array([1e-6, 0, 0, 0, 0])])
     assert not zero_length_mask((Xd[-1] - Xd[0])[None], Xd)[0]
+
+
+def test_standardize_does_not_amplify_round_off():
+    from cvxmetric.datasets import standardize
+
+    X = np.array([[0.1 + 0.2, 1.0], [0.3, 2.0], [0.3, 4.0]])
+    Z = standardize(X)
+    np.testing.assert_array_equal(Z[:, 0], 0.0)   # a constant column (up to round-off) becomes 0
+    np.testing.assert_allclose(Z[:, 1].std(), 1.0)
+    for s in (1e-8, 1e8):   # the same result at any feature scale
+        np.testing.assert_allclose(standardize(X * [1.0, s]), Z, atol=1e-12)
