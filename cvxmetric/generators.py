@@ -222,10 +222,16 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
     except TypeError as exc:
         raise TypeError("levels must be a sequence of sequences of labels, weakest first, "
                         "e.g. [[0], [1, 2], [3]]") from exc
-    for level in lv:
+    seen = set()
+    for t, level in enumerate(lv):
+        if not level:
+            raise ValueError(f"levels[{t}] is empty; every level needs at least one class")
         for c in level:
             if c not in members:
                 raise ValueError(f"levels names class {c!r}, which does not occur in y")
+            if c in seen:
+                raise ValueError(f"levels names class {c!r} twice; each class has one level")
+            seen.add(c)
     if kind == "strict":
         if len(lv) < 4:
             raise ValueError("kind='strict' needs at least 4 levels (e < f < g < h)")

@@ -153,6 +153,8 @@ def test_asking_for_zero_gives_an_empty_set_and_nothing_else_is_empty():
     (lambda: quadruplets_from_metric(np.eye(3), np.eye(3), 5, flip_fraction=0.7), "flip_fraction"),
     (lambda: lmnn_constraints(np.eye(4), [0, 0, 1, 1], 1, margin=0.0), "margin must be > 0"),
     (lambda: relative_attribute_quadruplets([0, 1, 2, 3], "abcd", 3), "sequence of sequences"),
+    (lambda: relative_attribute_quadruplets([0, 1, 2, 3], [[0], [], [1], [2], [3]], 3), r"levels\[1\] is empty"),
+    (lambda: relative_attribute_quadruplets([0, 1, 2, 3], [[0], [1], [2], [3, 0]], 3), "twice"),
 ])
 def test_empty_or_impossible_requests_say_why(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
