@@ -7,6 +7,7 @@ fresh arrays) where a conversion is needed.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -126,6 +127,18 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _is_missing_label(value) -> bool:
+    """``None`` or a number that is NaN or infinite (any numeric type: float, Decimal, numpy)."""
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes)):
+        return False
+    try:
+        return not math.isfinite(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 def as_labels(y, n: int | None = None, name: str = "y") -> np.ndarray:
     """Return class labels as a 1-D array (copy), of length ``n`` when given.
 
@@ -145,8 +158,7 @@ def as_labels(y, n: int | None = None, name: str = "y") -> np.ndarray:
     if arr.dtype.kind in "fc":
         missing = ~np.isfinite(arr)
     elif arr.dtype.kind == "O":
-        missing = np.array([v is None or (isinstance(v, numbers.Number) and not np.isfinite(v))
-                            for v in arr], dtype=bool).reshape(arr.shape)
+        missing = np.array([_is_missing_label(v) for v in arr], dtype=bool).reshape(arr.shape)
     else:
         missing = np.zeros(arr.shape, dtype=bool)
     if np.any(missing):

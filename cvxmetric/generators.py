@@ -42,7 +42,15 @@ def pairs_from_labels(y, *, n_similar: int, n_dissimilar: int, u: float, l: floa
     n_similar, n_dissimilar : int
         How many pairs of each kind (at most the number that exist).
     u, l : float
-        Upper bound for similar pairs and lower bound for dissimilar pairs (``u <= l``).
+        Upper bound for similar pairs and lower bound for dissimilar pairs (``0 <= u <= l``).
+
+    Raises
+    ------
+    ValueError
+        Non-finite labels, a negative count, or more pairs of a kind than exist (the message says
+        why, e.g. "no class has two points").
+    TypeError
+        A count that is not an integer (``3.0`` included).
     """
     y = as_labels(y)
     n_similar = check_int_in_range(n_similar, "n_similar", 0)
@@ -293,9 +301,10 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
     -----
     Duplicates of :math:`x_i` are never used as targets or impostors: they would give zero-length
     difference vectors. "Duplicate" is the project's relative test
-    (:func:`cvxmetric._checks.zero_length_mask`), so ``X`` at any scale, or with feature scales
-    spanning 1e-4..1e4, gives the same triplets as long as the neighbour order is the same. A class with fewer points than
-    ``k_target + 1`` simply yields fewer targets. Ties are broken by index (deterministic).
+    (:func:`cvxmetric._checks.zero_length_mask`), so ``X`` at any scale (``X * 1e-6``) or with
+    feature scales spanning 1e-4..1e4 loses no point to it. Distances come from explicit
+    differences (no Gram-matrix cancellation). A class with fewer points than ``k_target + 1``
+    simply yields fewer targets. Ties are broken by index (deterministic).
     """
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])

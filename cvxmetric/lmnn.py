@@ -259,11 +259,11 @@ def too_many_triplets_message(search: ImpostorSearch, L: np.ndarray, count: int,
     gb = 16.0 * X.shape[1] * count / 1e9
     head = f"{what} ({count} > max_triplets = {max_triplets}, of {search.n_triplets} LMNN triplets)"
     if med < search.margin:
-        factor = "an unbounded factor" if med == 0 else f"at least {search.margin / med:.3g}"
+        factor = "" if med == 0 else f" by at least {search.margin / med:.3g}"
         return (f"{head}: the metric is small next to the margin (median squared distance between points "
                 f"of different classes {med:.3g} < margin {search.margin:.3g}), so nearly every triplet "
-                f"is violated; scale M0 to the data (up by {factor}, e.g. M0 = I on data at a small scale "
-                "is too small) or rescale X")
+                f"is violated; scale M0 up to the data{factor} (M0 = I is too small for data at a small "
+                "scale) or rescale X")
     return (f"{head}: the metric's scale matches the margin (median squared distance between points of "
             f"different classes {med:.3g} >= margin {search.margin:.3g}), the data just has this many "
             f"triplets near violation; raise max_triplets if memory allows (about {gb:.2g} GB) or use "
