@@ -319,3 +319,22 @@ def test_solver_flags_must_be_real_bools():
              + ConstraintSet.from_pairs([[0, 9]], similar=False, bound=0.0))
     with pytest.raises(TypeError, match="whiten must be True or False"):
         mmc_ascent(MMCModel(X, pairs), whiten="no")
+
+
+def test_solvers_do_not_modify_inputs():
+    from solvers.itml import bregman_itml
+    from solvers.lmnn import solve_lmnn
+    from solvers.pdhg import pdhg
+
+    X0, y0 = _data(24, 3)
+    X, y, M0, prior = _frozen(X0, y0, 0.5 * np.eye(3), np.diag([1.0, 2.0, 3.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pdhg(qwise_model(X, ConstraintSet.from_triplets([[0, 1, 9], [2, 3, 12]])), M0=M0, max_iter=20)
+        itml = ITMLModel(X, [[0, 1], [2, 3]], [[0, 9], [1, 17]], prior=prior)
+        lam0 = _frozen(np.zeros(itml.m))[0]
+        bregman_itml(itml, lam0=lam0, max_sweeps=2)
+        solve_lmnn(X, y, 2, M0=M0, max_iter=5)
+    for got, want in ((X, X0), (y, y0), (M0, 0.5 * np.eye(3)), (prior, np.diag([1.0, 2.0, 3.0])),
+                      (lam0, np.zeros(itml.m))):
+        np.testing.assert_array_equal(got, want)
