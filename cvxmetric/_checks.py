@@ -7,21 +7,51 @@ fresh arrays) where a conversion is needed.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
-from .tolerances import SYMMETRY_RTOL
+from .tolerances import SYMMETRY_RTOL, ZERO_LENGTH_RTOL
 
 __all__ = [
     "as_data_matrix",
     "as_square_symmetric",
     "as_labels",
+    "as_index_array",
     "as_rng",
+    "check_bool",
     "check_positive",
     "check_nonnegative",
     "check_int_in_range",
+    "zero_length_mask",
 ]
+
+#: dtype kinds read as real numbers: bool, signed and unsigned integers, floats. Complex data
+#: would lose its imaginary part in a float conversion; strings and objects (e.g. "1.5", Decimal,
+#: a mixed-type DataFrame) would be parsed silently or fail deep inside numpy.
+_REAL_KINDS = "biuf"
+
+
+def _as_real_float_array(X, name: str, what: str) -> np.ndarray:
+    """``X`` as a fresh float64 array; TypeError for complex, string, object or ragged input."""
+    try:
+        raw = np.asarray(X)
+    except (TypeError, ValueError) as exc:  # ragged nested sequences
+        raise TypeError(f"{name} must be {what}; got {type(X).__name__} that is not a rectangular "
+                        "numeric array") from exc
+    if raw.dtype.kind == "c":
+        raise TypeError(
+            f"{name} is complex (dtype {raw.dtype}); metric learning needs real data: pass "
+            f"{name}.real if the imaginary part is zero, or stack real and imaginary parts as "
+            "separate features"
+        )
+    if raw.dtype.kind not in _REAL_KINDS:
+        raise TypeError(
+            f"{name} must be {what} with a real numeric dtype; got dtype {raw.dtype} "
+            f"({type(X).__name__}): convert it first, e.g. np.asarray({name}, dtype=float)"
+        )
+    return np.array(raw, dtype=np.float64, copy=True)
 
 
 def as_data_matrix(X, name: str = "X", *, min_rows: int = 1) -> np.ndarray:
@@ -30,14 +60,12 @@ def as_data_matrix(X, name: str = "X", *, min_rows: int = 1) -> np.ndarray:
     Raises
     ------
     TypeError
-        If ``X`` cannot be read as a numeric array.
+        If ``X`` is not a real numeric array: complex (its imaginary part would be dropped),
+        strings, Python objects or a ragged nested list.
     ValueError
         If ``X`` is not 2-D, has fewer than ``min_rows`` rows, zero columns, or holds NaN/inf.
     """
-    try:
-        arr = np.array(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric array of shape (n, d); got {type(X).__name__}") from exc
+    arr = _as_real_float_array(X, name, "a numeric array of shape (n, d)")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D with shape (n, d); got an array with shape {arr.shape}")
     if arr.shape[1] == 0:
@@ -59,12 +87,10 @@ def as_square_symmetric(M, name: str = "M", *, d: int | None = None, psd: bool =
 
     ``M`` must be symmetric to a relative tolerance of ``SYMMETRY_RTOL``; the returned copy is
     ``(M + M.T) / 2``. With ``psd=True`` the smallest eigenvalue must be at least
-    ``-psd_tol * max(1, ||M||_2)``.
+    ``-psd_tol * ||M||_2``. Both tests are relative to the size of ``M`` (no absolute floor), so
+    they give the same verdict for ``M`` and ``s * M`` at any scale ``s > 0``.
     """
-    try:
-        arr = np.array(M, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a numeric square matrix; got {type(M).__name__}") from exc
+    arr = _as_real_float_array(M, name, "a numeric square matrix")
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise ValueError(f"{name} must be a square matrix; got shape {arr.shape}")
     if d is not None and arr.shape[0] != d:
@@ -73,7 +99,7 @@ def as_square_symmetric(M, name: str = "M", *, d: int | None = None, psd: bool =
         raise ValueError(f"{name} is empty (d = 0); give at least a 1 x 1 matrix")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf; pass a finite matrix")
-    scale = max(1.0, float(np.max(np.abs(arr))))
+    scale = float(np.max(np.abs(arr)))
     asym = float(np.max(np.abs(arr - arr.T)))
     if asym > SYMMETRY_RTOL * scale:
         raise ValueError(
@@ -86,7 +112,7 @@ def as_square_symmetric(M, name: str = "M", *, d: int | None = None, psd: bool =
 
         tol = PSD_INPUT_TOL if psd_tol is None else psd_tol
         lam_min = float(np.linalg.eigvalsh(arr)[0])
-        if lam_min < -tol * max(1.0, float(np.linalg.norm(arr, 2))):
+        if lam_min < -tol * float(np.linalg.norm(arr, 2)):
             raise ValueError(
                 f"{name} is not positive semidefinite (smallest eigenvalue {lam_min:.3g}); "
                 f"project it first, e.g. with cvxmetric.project_psd({name})"
@@ -94,16 +120,132 @@ def as_square_symmetric(M, name: str = "M", *, d: int | None = None, psd: bool =
     return arr
 
 
-def as_labels(y, n: int, name: str = "y") -> np.ndarray:
-    """Return class labels as a 1-D array of length ``n`` (copy)."""
-    arr = np.array(y, copy=True)
+def _plain(value):
+    """A numpy scalar or 1-D array as a plain Python value or tuple (for readable messages)."""
+    if isinstance(value, np.ndarray):
+        return tuple(v.item() if isinstance(v, np.generic) else v for v in value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _is_missing_label(value) -> bool:
+    """``None`` or a number that is NaN or infinite (any numeric type: float, Decimal, numpy)."""
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes)):
+        return False
+    try:
+        return not math.isfinite(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def as_labels(y, n: int | None = None, name: str = "y") -> np.ndarray:
+    """Return class labels as a 1-D array (copy), of length ``n`` when given.
+
+    Labels may be integers, strings or any hashable values; NaN, inf and ``None`` are rejected
+    (a missing label is not a class: ``NaN != NaN`` would make every such point its own class).
+    """
+    if isinstance(n, bool) or not (n is None or isinstance(n, (numbers.Integral, np.integer))):
+        raise TypeError(f"n must be an integer or None; got {type(n).__name__}")
+    try:
+        arr = np.array(y, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-D array of labels; got {type(y).__name__}") from exc
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one label per row of X; got shape {arr.shape}")
-    if arr.shape[0] != n:
+    if n is not None and arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} labels but X has {n} rows; give one label per row")
-    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf labels")
+    if arr.dtype.kind in "fc":
+        missing = ~np.isfinite(arr)
+    elif arr.dtype.kind == "O":
+        missing = np.array([_is_missing_label(v) for v in arr], dtype=bool).reshape(arr.shape)
+    else:
+        missing = np.zeros(arr.shape, dtype=bool)
+    if np.any(missing):
+        q = int(np.argmax(missing))
+        raise ValueError(
+            f"{name} contains a missing or non-finite label ({name}[{q}] = {_plain(arr[q])!r}); every point "
+            "needs a class: drop the unlabelled rows (and the matching rows of X) first"
+        )
     return arr
+
+
+def as_index_array(idx, width: int, name: str, *, n: int | None = None) -> np.ndarray:
+    """Return row indices as a fresh int64 array of shape (m, ``width``).
+
+    Integer arrays are taken as they are; float arrays are accepted when every entry is a whole
+    number (indices read from a text file), anything else is a TypeError. An empty input of any
+    shape gives shape (0, ``width``). With ``n``, every index must lie in ``[0, n)``.
+
+    Raises
+    ------
+    TypeError
+        Non-integer entries (e.g. ``2.5``, NaN, strings, complex).
+    ValueError
+        Wrong shape, a negative index or one ``>= n``.
+    """
+    try:
+        arr = np.asarray(idx)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an integer array of shape (m, {width}); got {type(idx).__name__}") from exc
+    if arr.size == 0:
+        return np.zeros((0, width), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise ValueError(f"{name} must have shape (m, {width}); got {arr.shape}")
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold integer row indices; got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        if not np.all(whole):
+            q = tuple(int(v) for v in np.argwhere(~whole)[0])
+            raise TypeError(f"{name} must hold integer row indices; entry {q} is {_plain(arr[q])!r}: "
+                            f"pass whole numbers (e.g. {name}.astype(int) if they are)")
+    out = np.array(arr, dtype=np.int64, copy=True)
+    if np.any(out < 0):
+        q = int(np.argmax(np.any(out < 0, axis=1)))
+        raise ValueError(f"{name} row {q} = {_plain(out[q])} holds a negative index; indices must be "
+                         "non-negative row numbers of X, counted from 0")
+    if n is not None and np.any(out >= n):
+        q = int(np.argmax(np.any(out >= n, axis=1)))
+        raise ValueError(f"{name} row {q} = {_plain(out[q])} indexes a row >= n = {n} (X has only n rows)")
+    return out
+
+
+def zero_length_mask(diffs, X) -> np.ndarray:
+    r"""Which difference vectors :math:`x_i - x_j` are zero up to round-off (duplicate points).
+
+    Parameters
+    ----------
+    diffs : array_like, shape (m, d)
+        Difference vectors of rows of ``X`` (formed by subtraction, not from a Gram matrix).
+    X : array_like, shape (n, d)
+        The data they come from.
+
+    Returns
+    -------
+    ndarray of bool, shape (m,)
+        ``True`` where every coordinate satisfies
+        :math:`|(x_i - x_j)_t| \le \mathrm{ZERO\_LENGTH\_RTOL} \cdot \max_r |X_{rt}|`.
+
+    Notes
+    -----
+    The test is per feature, relative to that feature's magnitude, so it is invariant under
+    ``X -> X @ diag(s)`` for any positive scales ``s``: rescaling one feature (units, feature scales
+    spanning 1e-4..1e4, or all of ``X`` by 1e-6) never turns distinct points into "duplicates",
+    and two rows differing only in a small-scale feature stay distinct. A test on the squared
+    length against a scale of the whole data would not be: there a feature of scale 1e-4 next to
+    one of 1e4 sits 16 orders of magnitude below the largest squared length. The one place where
+    this is the wrong test is an ``X`` whose columns are mixed afterwards; callers pass the ``X``
+    whose rows were subtracted (e.g. ``X @ L.T`` for transformed data).
+    """
+    D = np.asarray(diffs, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if D.ndim != 2 or X.ndim != 2 or D.shape[1] != X.shape[1]:
+        raise ValueError(f"diffs must have shape (m, {X.shape[-1]}) to match X; got {D.shape}")
+    if D.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
+    col_scale = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    return np.all(np.abs(D) <= ZERO_LENGTH_RTOL * col_scale, axis=1)
 
 
 def as_rng(seed) -> np.random.Generator:
@@ -113,6 +255,17 @@ def as_rng(seed) -> np.random.Generator:
     if seed is None or isinstance(seed, (numbers.Integral, np.integer)):
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be None, an int or a numpy.random.Generator; got {type(seed).__name__}")
+
+
+def check_bool(value, name: str) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (also ``numpy.bool_``); else TypeError.
+
+    Truthiness is not accepted: ``"no"``, ``"False"``, ``0`` or ``None`` passed for a flag are
+    more likely mistakes than choices, and ``"no"`` would silently count as true.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False; got {value!r} ({type(value).__name__})")
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
@@ -134,11 +287,18 @@ def check_nonnegative(value, name: str) -> float:
     return check_positive(value, name, allow_zero=True)
 
 
-def check_int_in_range(value, name: str, low: int, high: int) -> int:
-    """Return ``value`` as int, checking ``low <= value <= high``."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__}")
+def check_int_in_range(value, name: str, low: int, high: int | None = None) -> int:
+    """Return ``value`` as int, checking it is an integer with ``low <= value <= high``.
+
+    ``high=None`` means no upper limit. Bools and floats (even ``10.0``) are a TypeError naming
+    the argument, so a count such as ``m`` never reaches numpy as a float or a flag.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        hint = f": pass int({name})" if isinstance(value, (float, np.floating)) else ""
+        raise TypeError(f"{name} must be an integer; got {value!r} ({type(value).__name__}){hint}")
     v = int(value)
-    if not low <= v <= high:
+    if high is None and v < low:
+        raise ValueError(f"{name} must be >= {low}; got {v}")
+    if high is not None and not low <= v <= high:
         raise ValueError(f"{name} must be in [{low}, {high}]; got {v}")
     return v

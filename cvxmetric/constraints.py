@@ -22,26 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import as_index_array, check_bool
+
 __all__ = ["ConstraintSet"]
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
-
-
-def _as_index_array(idx, width: int, name: str) -> np.ndarray:
-    arr = np.asarray(idx)
-    if arr.ndim == 1 and arr.size == 0:
-        arr = arr.reshape(0, width)
-    if arr.ndim != 2 or arr.shape[1] != width:
-        raise ValueError(f"{name} must have shape (m, {width}); got {arr.shape}")
-    if arr.size and arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise TypeError(f"{name} must hold integer row indices; got dtype {arr.dtype}")
-    return np.array(arr, dtype=np.int64, copy=True)
 
 
 def _broadcast(value, m: int, name: str) -> np.ndarray:
@@ -84,12 +72,10 @@ class ConstraintSet:
     weight: np.ndarray
 
     def __post_init__(self):
-        idx = _as_index_array(self.idx, 4, "idx")
+        idx = as_index_array(self.idx, 4, "idx")
         m = idx.shape[0]
         delta = _broadcast(self.delta, m, "delta")
         weight = _broadcast(self.weight, m, "weight")
-        if np.any(idx < 0):
-            raise ValueError("constraint indices must be non-negative row numbers of X")
         if np.any(weight < 0):
             q = int(np.argmax(weight < 0))
             raise ValueError(f"weight must be non-negative; constraint {q} has weight {weight[q]}")
@@ -97,7 +83,7 @@ class ConstraintSet:
         if np.any(both):
             q = int(np.argmax(both))
             raise ValueError(
-                f"constraint {q} = {tuple(idx[q])} compares two zero-length pairs and constrains "
+                f"constraint {q} = {tuple(idx[q].tolist())} compares two zero-length pairs and constrains "
                 "nothing; remove it"
             )
         object.__setattr__(self, "idx", _readonly(idx))
@@ -108,21 +94,22 @@ class ConstraintSet:
     @classmethod
     def from_quadruplets(cls, quadruplets, delta=1.0, weight=1.0) -> "ConstraintSet":
         """Quadruplets ``(i, j, k, l)`` asking ``D(k, l) >= D(i, j) + delta``."""
-        return cls(_as_index_array(quadruplets, 4, "quadruplets"), delta, weight)
+        return cls(as_index_array(quadruplets, 4, "quadruplets"), delta, weight)
 
     @classmethod
     def from_triplets(cls, triplets, delta=1.0, weight=1.0) -> "ConstraintSet":
         """Triplets ``(i, j, k)``: "i is closer to j than to k", i.e. ``D(i, k) >= D(i, j) + delta``."""
-        t = _as_index_array(triplets, 3, "triplets")
+        t = as_index_array(triplets, 3, "triplets")
         return cls(np.column_stack([t[:, 0], t[:, 1], t[:, 0], t[:, 2]]), delta, weight)
 
     @classmethod
     def from_pairs(cls, pairs, *, similar: bool, bound, weight=1.0) -> "ConstraintSet":
         """Similar pairs (``D(i, j) <= bound``) or dissimilar pairs (``D(i, j) >= bound``)."""
-        p = _as_index_array(pairs, 2, "pairs")
+        similar = check_bool(similar, "similar")
+        p = as_index_array(pairs, 2, "pairs")
         if np.any(p[:, 0] == p[:, 1]):
             q = int(np.argmax(p[:, 0] == p[:, 1]))
-            raise ValueError(f"pair {q} = {tuple(p[q])} joins a point to itself; remove it")
+            raise ValueError(f"pair {q} = {tuple(p[q].tolist())} joins a point to itself; remove it")
         b = _broadcast(bound, p.shape[0], "bound")
         if similar:
             idx = np.column_stack([p[:, 0], p[:, 1], p[:, 0], p[:, 0]])
@@ -176,6 +163,11 @@ class ConstraintSet:
     def subset(self, rows) -> "ConstraintSet":
         """The constraints selected by a boolean mask or an index array."""
         rows = np.asarray(rows)
+        if rows.dtype.kind == "b":
+            if rows.shape != (len(self),):
+                raise ValueError(f"a boolean mask of rows must have shape ({len(self)},); got {rows.shape}")
+        else:
+            rows = as_index_array(rows.reshape(-1, 1), 1, "rows", n=len(self))[:, 0]
         return ConstraintSet(self.idx[rows], self.delta[rows], self.weight[rows])
 
     def with_weight(self, weight) -> "ConstraintSet":
@@ -192,12 +184,13 @@ class ConstraintSet:
         """
         if not isinstance(self, ConstraintSet):
             raise TypeError(f"{name} must be a ConstraintSet")
+        allow_empty = check_bool(allow_empty, "allow_empty")
         if len(self) == 0 and not allow_empty:
             raise ValueError(f"{name} is empty; give at least one constraint")
         if len(self) and int(self.idx.max()) >= n:
             q = int(np.argmax(self.idx.max(axis=1) >= n))
             raise ValueError(
-                f"{name}: constraint {q} = {tuple(self.idx[q])} indexes a row >= n = {n} "
+                f"{name}: constraint {q} = {tuple(self.idx[q].tolist())} indexes a row >= n = {n} "
                 "(X has only n rows)"
             )
         return self

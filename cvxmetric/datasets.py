@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_rng, check_int_in_range
+from ._checks import as_data_matrix, as_rng, check_bool, check_int_in_range
 from .linalg import random_psd
+from .tolerances import ZERO_LENGTH_RTOL
 
 __all__ = ["load_dataset", "standardize", "synthetic_low_rank_metric", "DATASETS"]
 
@@ -16,12 +17,21 @@ DATASETS = ("iris", "wine", "breast_cancer", "digits")
 
 
 def standardize(X: np.ndarray) -> np.ndarray:
-    """Zero mean, unit variance per column (constant columns are only centred). Returns a copy."""
-    X = np.asarray(X, dtype=np.float64)
+    """Zero mean, unit variance per column; constant columns become 0. Returns a copy.
+
+    A column is constant when its spread ``max - min`` is at most ``ZERO_LENGTH_RTOL`` times its
+    largest magnitude (all its entries are duplicates by the project's relative test, e.g.
+    ``[0.1 + 0.2, 0.3]``): dividing such round-off by its own standard deviation would blow it up
+    into a unit-variance noise feature.
+    """
+    X = as_data_matrix(X)
     mu = X.mean(axis=0)
     sd = X.std(axis=0)
-    sd[sd == 0] = 1.0
-    return (X - mu) / sd
+    constant = np.ptp(X, axis=0) <= ZERO_LENGTH_RTOL * np.max(np.abs(X), axis=0)
+    sd[constant] = 1.0
+    out = (X - mu) / sd
+    out[:, constant] = 0.0
+    return out
 
 
 def load_dataset(name: str, *, standardized: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -37,7 +47,8 @@ def load_dataset(name: str, *, standardized: bool = True) -> tuple[np.ndarray, n
 
     loaders = {"iris": skd.load_iris, "wine": skd.load_wine,
                "breast_cancer": skd.load_breast_cancer, "digits": skd.load_digits}
-    if name not in loaders:
+    standardized = check_bool(standardized, "standardized")
+    if not isinstance(name, str) or name not in loaders:
         raise ValueError(f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
     bunch = loaders[name]()
     X = np.asarray(bunch.data, dtype=np.float64)
@@ -56,6 +67,7 @@ def synthetic_low_rank_metric(n: int, d: int, e: int, *, seed=None) -> tuple[np.
     X : ndarray, shape (n, d)
     T : ndarray, shape (d, d), rank ``e``
     """
+    n = check_int_in_range(n, "n", 1)
     d = check_int_in_range(d, "d", 1, 10**6)
     e = check_int_in_range(e, "e", 1, d)
     rng = as_rng(seed)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_data_matrix
+from ._checks import as_data_matrix, zero_length_mask
 from .constraints import ConstraintSet
 
 __all__ = ["QuadrupletGeometry", "HingeLoss"]
@@ -96,6 +96,22 @@ class QuadrupletGeometry:
         a[self.u_rows] = np.einsum("ij,ij->i", self.U, self.U)
         b[self.v_rows] = np.einsum("ij,ij->i", self.V, self.V)
         return a, b
+
+    def zero_length(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""Masks, shape (m,) each, of the constraints whose :math:`u_q` (resp. :math:`v_q`) is zero.
+
+        A half is zero when its indices repeat (:math:`i = j`, a pair constraint's empty half) or
+        when its two points are duplicates by the project's relative test
+        :func:`cvxmetric._checks.zero_length_mask` (per feature, relative to that feature's
+        magnitude: the verdict is the same for ``X``, ``s * X`` and feature scales 1e-4..1e4).
+        Methods that cannot use such a constraint (BoostMetric, ITML, MMC) reject or skip it with
+        these masks.
+        """
+        zu = np.ones(self.m, dtype=bool)
+        zv = np.ones(self.m, dtype=bool)
+        zu[self.u_rows] = zero_length_mask(self.U, self.X)
+        zv[self.v_rows] = zero_length_mask(self.V, self.X)
+        return zu, zv
 
     def distances(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r""":math:`D_M(i, j)` and :math:`D_M(k, l)` for every constraint, shape (m,) each.

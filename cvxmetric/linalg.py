@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_square_symmetric
+from ._checks import as_square_symmetric, check_bool
 from .tolerances import RANK_RTOL
 
 __all__ = [
@@ -58,6 +58,7 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False):
     :math:`\Pi_{\mathbb{S}^d_+}(M) = V \operatorname{diag}(\max(\lambda, 0)) V^\top` for
     :math:`M = V \operatorname{diag}(\lambda) V^\top`: one ``eigh`` call, :math:`O(d^3)`.
     """
+    return_eig = check_bool(return_eig, "return_eig")
     lam, V = np.linalg.eigh(symmetrize(M))
     pos = lam > 0
     Vp = V[:, pos]
@@ -114,6 +115,7 @@ angle \in
     ~10-30 eigendecompositions, and beats alternating projections, which only converge in the
     limit.
     """
+    return_tau = check_bool(return_tau, "return_tau")
     Y = np.asarray(Y, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     if Y.ndim != 2 or Y.shape[0] != Y.shape[1] or C.shape != Y.shape:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_data_matrix, as_labels, check_positive
+from ._checks import as_data_matrix, as_labels, check_bool, check_positive
 from .constraints import ConstraintSet
 from .generators import lmnn_constraints, target_neighbors
 from .hinge import QuadrupletGeometry
@@ -27,7 +27,8 @@ from .linalg import psd_factor
 from .models import HingeModel, pull_matrix
 
 __all__ = ["lmnn_model", "lmnn_pull_model", "check_lmnn_params", "ImpostorSearch", "impostor_oracle",
-           "CHUNK_ELEMENTS", "CANDIDATE_RTOL", "MAX_WORKING_TRIPLETS"]
+           "too_many_triplets_message", "CHUNK_ELEMENTS", "CANDIDATE_RTOL",
+           "MAX_WORKING_TRIPLETS", "DIAGNOSIS_POINTS"]
 
 #: Entries of one (rows x n) block of squared distances in the impostor search (32 MB of float64).
 CHUNK_ELEMENTS = 2 ** 22
@@ -36,8 +37,9 @@ CHUNK_ELEMENTS = 2 ** 22
 #: exact differences, so no violated triplet is lost to cancellation.
 CANDIDATE_RTOL = 1e-8
 #: The oracle refuses to grow a working set beyond this many triplets (each stores two
-#: d-vectors: 2e6 triplets at d = 64 is 2 GB); reaching it means the metric collapsed (e.g. a
-#: start at M = 0, where every triplet is violated).
+#: d-vectors: 2e6 triplets at d = 64 is 2 GB). Reaching it usually means the metric is small next
+#: to the margin (e.g. M0 = I on data at a small scale, or a start near M = 0, where every triplet
+#: is violated); :func:`too_many_triplets_message` measures which cause applies.
 MAX_WORKING_TRIPLETS = 2_000_000
 
 
@@ -171,6 +173,7 @@ class ImpostorSearch:
         Each unordered pair of differently-labelled points is measured once (class ``c``
         against the classes after it) and tested in both directions (either point as anchor).
         """
+        return_margins = check_bool(return_margins, "return_margins")
         L = np.asarray(L, dtype=np.float64)
         if L.ndim != 2 or L.shape[1] != self.X.shape[1]:
             raise ValueError(f"L must have shape (r, {self.X.shape[1]}); got {L.shape}")
@@ -231,6 +234,42 @@ class ImpostorSearch:
         return self.decode(self.violated_codes(psd_factor(M)))
 
 
+#: Points used (an evenly strided subset) to estimate the typical squared distance between
+#: differently-labelled points when explaining an oversized triplet set (a diagnosis only).
+DIAGNOSIS_POINTS = 1000
+
+
+def too_many_triplets_message(search: ImpostorSearch, L: np.ndarray, count: int, max_triplets: int,
+                              what: str) -> str:
+    r"""Say why ``count`` LMNN triplets exceed ``max_triplets`` at :math:`M = L^\top L`, naming the cause.
+
+    The cause is measured, not assumed: if the median squared distance at ``M`` between points of
+    different classes is below the margin, the metric is small next to the margin (typically a
+    start ``M0 = I`` on data at a small scale: LMNN is invariant under ``X -> sX`` only with
+    ``M -> M / s^2``) and nearly every triplet is violated; otherwise the data simply has that
+    many triplets near violation and only a larger cap (memory) or fewer targets help.
+    """
+    X, y = search.X, search.y
+    sub = np.arange(0, search.n, max(1, search.n // DIAGNOSIS_POINTS))
+    Z = X[sub] @ np.asarray(L, dtype=np.float64).T
+    iu, ju = np.triu_indices(sub.size, 1)
+    other = y[sub][iu] != y[sub][ju]
+    diff = Z[iu[other]] - Z[ju[other]]
+    med = float(np.median(np.einsum("ij,ij->i", diff, diff))) if diff.size else 0.0
+    gb = 16.0 * X.shape[1] * count / 1e9
+    head = f"{what} ({count} > max_triplets = {max_triplets}, of {search.n_triplets} LMNN triplets)"
+    if med < search.margin:
+        factor = "" if med == 0 else f" by at least {search.margin / med:.3g}"
+        return (f"{head}: the metric is small next to the margin (median squared distance between points "
+                f"of different classes {med:.3g} < margin {search.margin:.3g}), so nearly every triplet "
+                f"is violated; scale M0 up to the data{factor} (M0 = I is too small for data at a small "
+                "scale) or rescale X")
+    return (f"{head}: the metric's scale matches the margin (median squared distance between points of "
+            f"different classes {med:.3g} >= margin {search.margin:.3g}), the data just has this many "
+            f"triplets near violation; raise max_triplets if memory allows (about {gb:.2g} GB) or use "
+            "fewer target neighbours k")
+
+
 def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MAX_WORKING_TRIPLETS):
     r"""The constraint oracle of :func:`solvers.subgradient.projected_subgradient` for LMNN.
 
@@ -238,7 +277,8 @@ def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MA
     at ``M`` (weight and coefficient ``mu``, margin ``search.margin``), in code order. The factor
     comes from the eigendecomposition the engine already did:
     :math:`L = \mathrm{diag}(\sqrt{\lambda_+})\, V^\top`. Raises ``RuntimeError`` when more than
-    ``max_triplets`` triplets are violated (the metric collapsed; see ``MAX_WORKING_TRIPLETS``).
+    ``max_triplets`` triplets are violated (the message names the cause:
+    :func:`too_many_triplets_message`).
     """
     def oracle(M, lam, V):
         pos = lam > 0
@@ -247,11 +287,8 @@ def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MA
         if codes.size == 0:
             return None
         if codes.size > max_triplets:
-            raise RuntimeError(
-                f"{codes.size} LMNN triplets are violated at the current metric (> max_triplets = "
-                f"{max_triplets}): the metric collapsed; start from a larger M0 (e.g. the identity), "
-                "take smaller steps, or raise max_triplets if memory allows"
-            )
+            raise RuntimeError(too_many_triplets_message(
+                search, L, int(codes.size), max_triplets, "too many triplets are violated at the current metric"))
         return (ConstraintSet.from_triplets(search.decode(codes), delta=search.margin, weight=mu),
                 np.full(codes.size, mu))
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_data_matrix, as_square_symmetric, check_nonnegative, check_positive
+from ._checks import as_data_matrix, as_index_array, as_square_symmetric, check_nonnegative, check_positive
 from .constraints import ConstraintSet
 from .hinge import HingeLoss, QuadrupletGeometry
 
@@ -117,11 +117,7 @@ class HingeModel:
 def pull_matrix(X, pairs) -> np.ndarray:
     r""":math:`\sum_{(i, j)} C_{ij}` over ``pairs`` (shape (p, 2)), computed from difference vectors."""
     X = as_data_matrix(X)
-    P = np.asarray(pairs)
-    if P.ndim != 2 or P.shape[1] != 2:
-        raise ValueError(f"pull_pairs must have shape (p, 2); got {P.shape}")
-    if P.size and (P.min() < 0 or P.max() >= X.shape[0]):
-        raise ValueError(f"pull_pairs index rows outside [0, {X.shape[0]})")
+    P = as_index_array(pairs, 2, "pull_pairs", n=X.shape[0])
     Dv = X[P[:, 0]] - X[P[:, 1]]
     G = Dv.T @ Dv
     return 0.5 * (G + G.T)

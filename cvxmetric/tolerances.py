@@ -16,7 +16,19 @@ PSD_INPUT_TOL = 1e-8
 #: numerical rank is reported (documented wherever a rank is printed).
 RANK_RTOL = 1e-6
 
-#: Squared lengths of difference vectors at or below this count as zero-length pairs.
+#: Two rows of X count as the same point (a zero-length difference vector, which every method
+#: must reject or skip) when every feature differs by at most ZERO_LENGTH_RTOL times that
+#: feature's largest magnitude max_r |X_rt| (see :func:`cvxmetric._checks.zero_length_mask`, the
+#: one test of the project). Relative and per feature because no well-posed problem may be
+#: rejected for its scale: the test gives the same answer for X, s * X and X @ diag(s) (feature
+#: scales spanning 1e-4..1e4). The value sits well above the round-off that preprocessing leaves
+#: on duplicated rows (centring, scaling or a product X @ L.T: a few ulps, ~1e-15 relative) and far
+#: below any difference a data set resolves (12 significant digits).
+ZERO_LENGTH_RTOL = 1e-12
+
+#: DEPRECATED absolute threshold on squared lengths, wrong for data at small scale (X * 1e-6 has
+#: every squared length below it). Kept only until cvxmetric/itml.py, boostmetric.py and mmc.py
+#: call :func:`cvxmetric._checks.zero_length_mask`; then delete it. Do not use in new code.
 ZERO_LENGTH_TOL = 1e-12
 
 #: A matrix is in the Fantope F_k when its eigenvalues are in [-tol, 1 + tol] and its trace is

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.linalg import blas
 
 from cvxmetric.itml import ITMLModel, itml_model
-from cvxmetric._checks import as_rng, check_int_in_range, check_positive
+from cvxmetric._checks import as_rng, check_bool, check_int_in_range, check_positive
 
 from .result import SolverResult, warn_not_converged
 
@@ -126,6 +126,7 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_sweeps: int 
         raise TypeError(f"model must be an ITMLModel; got {type(model).__name__}")
     tol = check_positive(tol, "tol")
     max_sweeps = check_int_in_range(max_sweeps, "max_sweeps", 1, 10**9)
+    shuffle = check_bool(shuffle, "shuffle")
     rng = as_rng(seed)
     t0 = time.perf_counter()
     m, gamma = model.m, model.gamma

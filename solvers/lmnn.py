@@ -32,7 +32,7 @@ import numpy as np
 
 from cvxmetric._checks import as_data_matrix, as_square_symmetric, check_int_in_range
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
-                            lmnn_model, lmnn_pull_model)
+                            lmnn_model, lmnn_pull_model, too_many_triplets_message)
 
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
@@ -171,9 +171,9 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
 
     def grow(model, codes):
         if model.m + codes.size > max_triplets:
-            raise RuntimeError(
-                f"the working set would hold {model.m + codes.size} LMNN triplets (> max_triplets = "
-                f"{max_triplets}): the metric collapsed; start from a larger M0 or raise max_triplets")
+            raise RuntimeError(too_many_triplets_message(
+                search, psd_factor(M), model.m + int(codes.size), max_triplets,
+                "the working set (the triplets violated or near-active at the iterates so far) would grow too large"))
         cons = ConstraintSet.from_triplets(search.decode(codes), delta=margin, weight=mu)
         return model.extended(cons, np.full(codes.size, mu))
 

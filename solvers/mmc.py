@@ -134,8 +134,16 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
         M = project_psd_halfspace(M0, CS)
     D = model.dissimilar_distances(M)
     if np.any(D <= 0):
-        raise ValueError("M0 gives a dissimilar pair distance 0, where g is not differentiable; "
-                         "start from a positive definite M0 (or the default)")
+        q = int(np.argmax(D <= 0))
+        if M0 is not None and model.dissimilar_distances(M0)[q] <= 0:
+            why = ("its difference lies in the null space of M0; pass an M0 whose range contains every "
+                   "dissimilar difference (e.g. positive definite), or M0=None")
+        else:
+            why = ("the start is M0 projected onto {M PSD, <M, C_S> <= 1}, and that projection removed the "
+                   "directions of this pair's difference (M0 lies far outside the set); pass M0 scaled "
+                   "into it, e.g. M0 / <M0, C_S>, or M0=None")
+        raise ValueError(f"the starting point gives dissimilar pair {q} distance 0, where g is not "
+                         f"differentiable: {why}")
     g = float(model.wD @ np.sqrt(D))
     G = model.gradient(M, D)
     t = 1.0 / max(float(np.linalg.norm(G)), 1e-300) * float(np.linalg.norm(M))

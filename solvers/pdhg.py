@@ -89,7 +89,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from cvxmetric._checks import as_rng, as_square_symmetric, check_int_in_range, check_positive
+from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.linalg import project_psd, symmetrize
 from cvxmetric.models import HingeModel
 
@@ -309,6 +309,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**9)
     check_every = check_int_in_range(check_every, "check_every", 1, 10**6)
+    restarts, adaptive_step = check_bool(restarts, "restarts"), check_bool(adaptive_step, "adaptive_step")
     tol = check_positive(tol, "tol")
     certificate_tol = check_positive(certificate_tol, "certificate_tol")
     if time_limit is not None:

@@ -4,7 +4,8 @@ import pytest
 
 from cvxmetric.datasets import load_dataset, synthetic_low_rank_metric
 from cvxmetric.generators import (lmnn_constraints, pairs_from_labels, quadruplets_from_metric,
-                                  relative_attribute_quadruplets, sample_quadruplet_indices, target_neighbors)
+                                  relative_attribute_quadruplets, sample_quadruplet_indices, target_neighbors,
+                                  triplets_from_labels)
 
 
 def test_pairs_from_labels_deterministic_and_correct():
@@ -97,3 +98,101 @@ def test_bundled_datasets_standardized(name):
     assert X.shape[0] == y.shape[0]
     with pytest.raises(ValueError, match="unknown data set"):
         load_dataset("mnist")
+
+
+# ---------------------------------------------------------------- counts and empty results (issue 8)
+def _labelled(n=30, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n // 3)
+    return rng.standard_normal((n, d)) + y[:, None], y
+
+
+LEVELS = [[0], [1], [2, 3], [4], [5]]
+
+
+@pytest.mark.parametrize("name, call", [
+    ("n_similar", lambda m: pairs_from_labels(np.repeat([0, 1], 5), n_similar=m, n_dissimilar=1, u=1.0, l=2.0)),
+    ("n_dissimilar", lambda m: pairs_from_labels(np.repeat([0, 1], 5), n_similar=1, n_dissimilar=m, u=1.0, l=2.0)),
+    ("m", lambda m: sample_quadruplet_indices(10, m, seed=0)),
+    ("m", lambda m: quadruplets_from_metric(*synthetic_low_rank_metric(20, 3, 2, seed=0), m, seed=0)),
+    ("m", lambda m: relative_attribute_quadruplets(np.repeat(np.arange(6), 3), LEVELS, m, seed=0)),
+    ("k_target", lambda m: triplets_from_labels(*_labelled(), k_target=m)),
+    ("k_impostor", lambda m: triplets_from_labels(*_labelled(), k_impostor=m)),
+    ("k", lambda m: target_neighbors(*_labelled(), m)),
+])
+def test_counts_are_validated(name, call):
+    with pytest.raises(ValueError, match=f"{name} must be"):
+        call(-1)
+    for bad in (3.0, 2.5, True, "3"):
+        with pytest.raises(TypeError, match=f"{name} must be an integer"):
+            call(bad)
+    assert len(call(np.int64(2))) > 0
+
+
+def test_asking_for_zero_gives_an_empty_set_and_nothing_else_is_empty():
+    y = np.repeat([0, 1], 5)
+    assert len(pairs_from_labels(y, n_similar=0, n_dissimilar=0, u=1.0, l=2.0)) == 0
+    X, T = synthetic_low_rank_metric(20, 3, 2, seed=0)
+    assert len(quadruplets_from_metric(X, T, 0, seed=0)) == 0
+    assert sample_quadruplet_indices(5, 0).shape == (0, 4)
+    assert len(relative_attribute_quadruplets(np.repeat(np.arange(6), 3), LEVELS, 0)) == 0
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: pairs_from_labels([0, 1, 2, 3], n_similar=2, n_dissimilar=1, u=1.0, l=2.0),
+     "no class has two points"),
+    (lambda: pairs_from_labels([5, 5, 5], n_similar=1, n_dissimilar=1, u=1.0, l=2.0),
+     "fewer than two classes"),
+    (lambda: pairs_from_labels([0, 0, 1, 1], n_similar=3, n_dissimilar=1, u=1.0, l=2.0),
+     "only 2 such pairs exist"),
+    (lambda: quadruplets_from_metric(np.random.default_rng(0).random((10, 3)), np.zeros((3, 3)), 5, seed=0),
+     "exact ties under T"),
+    (lambda: triplets_from_labels(np.repeat([[0.0, 1.0], [2.0, 3.0]], 3, axis=0), np.repeat([0, 1], 3)),
+     "no triplet could be formed"),
+    (lambda: pairs_from_labels([0, 1, 1], n_similar=1, n_dissimilar=1, u=-1.0, l=2.0), "u must be >= 0"),
+    (lambda: quadruplets_from_metric(np.eye(3), np.eye(3), 5, flip_fraction=0.7), "flip_fraction"),
+    (lambda: lmnn_constraints(np.eye(4), [0, 0, 1, 1], 1, margin=0.0), "margin must be > 0"),
+    (lambda: relative_attribute_quadruplets([0, 1, 2, 3], "abcd", 3), "sequence of sequences"),
+    (lambda: relative_attribute_quadruplets([0, 1, 2, 3], [[0], [], [1], [2], [3]], 3), r"levels\[1\] is empty"),
+    (lambda: relative_attribute_quadruplets([0, 1, 2, 3], [[0], [1], [2], [3, 0]], 3), "twice"),
+])
+def test_empty_or_impossible_requests_say_why(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+def test_feature_scales_1e_4_to_1e4_are_accepted_everywhere():
+    """Column scales spanning 1e-4..1e4: every generator and check works and finds no duplicate."""
+    from cvxmetric._checks import as_data_matrix, zero_length_mask
+    from cvxmetric.hinge import QuadrupletGeometry
+
+    X0, y = _labelled(30, 5)
+    X = X0 * np.logspace(-4, 4, 5)
+    Xc = as_data_matrix(X)
+    np.testing.assert_array_equal(Xc, X)
+    T = np.diag(np.logspace(8, -8, 5))   # the metric that undoes the scaling (squared)
+    n = X.shape[0]
+    i, j = np.triu_indices(n, 1)
+    assert not np.any(zero_length_mask(X[i] - X[j], X))
+    assert target_neighbors(X, y, 3).shape == (n, 3)
+    assert len(lmnn_constraints(X, y, 2)[1]) == n * 2 * 20
+    quads = quadruplets_from_metric(X, T, 50, seed=0)
+    assert len(quads) == 50
+    trip = triplets_from_labels(X, y)
+    assert len(trip) == n * 9
+    zu, zv = QuadrupletGeometry(X, trip + quads).zero_length()
+    assert not np.any(zu) and not np.any(zv)
+    # a row that differs from another only in the 1e-4 feature is a distinct point
+    Xd = np.vstack([X, X[0] + np.array([1e-6, 0, 0, 0, 0])])
+    assert not zero_length_mask((Xd[-1] - Xd[0])[None], Xd)[0]
+
+
+def test_standardize_does_not_amplify_round_off():
+    from cvxmetric.datasets import standardize
+
+    X = np.array([[0.1 + 0.2, 1.0], [0.3, 2.0], [0.3, 4.0]])
+    Z = standardize(X)
+    np.testing.assert_array_equal(Z[:, 0], 0.0)   # a constant column (up to round-off) becomes 0
+    np.testing.assert_allclose(Z[:, 1].std(), 1.0)
+    for s in (1e-8, 1e8):   # the same result at any feature scale
+        np.testing.assert_allclose(standardize(X * [1.0, s]), Z, atol=1e-12)

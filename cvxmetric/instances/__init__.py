@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._checks import check_bool
 from ..constraints import ConstraintSet
 
 __all__ = ["Instance", "register", "get_instance", "list_instances", "shifted_seed", "SEED_STRIDE"]
@@ -90,6 +91,8 @@ def register(method: str, name: str, *, default: bool = True):
 
     ``default=False`` keeps an instance out of the default report (e.g. benchmark sizes).
     """
+    default = check_bool(default, "default")
+
     def deco(factory: Callable[..., Instance]):
         if "seed" not in inspect.signature(factory).parameters:
             raise TypeError(f"instance factory {method}/{name} must take a 'seed' argument "
@@ -110,7 +113,9 @@ def _load_all() -> None:
 
 def list_instances(method: str | None = None, *, default_only: bool = False) -> dict[str, list[str]] | list[str]:
     """Names of registered instances (of one method, or a dict for all methods)."""
+    default_only = check_bool(default_only, "default_only")
     _load_all()
+
     def names(m):
         return [k for k, (_, dflt) in _REGISTRY.get(m, {}).items() if dflt or not default_only]
     if method is None:

@@ -17,7 +17,7 @@ from ..datasets import load_dataset
 from ..generators import pairs_from_labels
 from ..itml import default_bounds
 from ..linalg import random_psd
-from ..tolerances import ZERO_LENGTH_TOL
+from .._checks import zero_length_mask
 from . import Instance, register, shifted_seed
 
 __all__ = ["itml_pairs", "itml_instance"]
@@ -34,7 +34,7 @@ def itml_pairs(X, y, *, n_similar: int, n_dissimilar: int, seed) -> ConstraintSe
 
     def nonzero(P):
         diff = X[P[:, 0]] - X[P[:, 1]]
-        return P[np.einsum("ij,ij->i", diff, diff) > ZERO_LENGTH_TOL]
+        return P[~zero_length_mask(diff, X)]
 
     S = nonzero(raw.idx[raw.is_similar][:, :2])
     D = nonzero(raw.idx[raw.is_dissimilar][:, 2:])
