@@ -6,14 +6,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.itml import ITMLModel, default_bounds, itml_model, slack_term
 from cvxmetric.linalg import random_psd
 from formulations.itml import build_itml, build_itml_problem, itml_kkt_truth
+from formulations.ladder import solve_certified
 from solvers.itml import _full, _sweep, bregman_itml, solve_itml
 from verification import tolerances as vtol
+
+#: Relative agreement required between scaled twins of one problem (issue 8's acceptance bound).
+SCALE_AGREEMENT = 1e-4
+#: The fast point's relative stationarity residual is a diagnostic: the gap is about its square,
+#: so at the solver's certified gap 1e-12 it is ~1e-6; 1e-5 still fails a run stopped early.
+KKT_DIAGNOSTIC = 1e-5
 
 INSTANCES = list_instances("itml", default_only=True)
 _REF = {}
@@ -29,7 +37,7 @@ def _reference(name):
     return _REF[name]
 
 
-def _small_model(seed, n=30, d=4, p=12, q=12, gamma=1.0, prior=None):
+def _small_model(seed, n=30, d=4, p=12, q=12, gamma=1.0, prior=None, weight=None):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
     y = rng.integers(0, 3, n)
@@ -39,7 +47,7 @@ def _small_model(seed, n=30, d=4, p=12, q=12, gamma=1.0, prior=None):
     s = rng.choice(same, p, replace=False)
     t = rng.choice(diff, q, replace=False)
     return ITMLModel(X, np.column_stack([iu[s], ju[s]]), np.column_stack([iu[t], ju[t]]), gamma=gamma,
-                     prior=prior)
+                     prior=prior, weight=weight)
 
 
 # ----------------------------------------------------------------------------- agreement
@@ -48,18 +56,26 @@ def _small_model(seed, n=30, d=4, p=12, q=12, gamma=1.0, prior=None):
 def test_bregman_matches_clarabel(name, seed):
     inst, form, sol = _reference(name)
     res = solve_itml(inst.X, inst.constraints, seed=seed, **inst.params)
-    assert res.converged
+    # converged means certified: the gap between the returned value and the dual bound of the
+    # solver's own (repaired) multipliers is within tol
+    assert res.converged and res.measure == "certified_gap"
+    assert res.certified_gap == relative_gap(res.objective, res.lower_bound) <= res.tol
     f = form.value_at(res.M)
-    assert abs(f - res.objective) <= vtol.VALUE_AT_RTOL * max(1.0, abs(f))
-    gap = (f - sol.value) / max(1.0, abs(sol.value))
-    assert -vtol.GAP_NEGATIVE_SLACK <= gap <= vtol.GAP_BREGMAN
+    assert abs(relative_difference(f, res.objective)) <= vtol.VALUE_AT_RTOL
+    # the two certificates cross: each lower bound is below the other's feasible value
+    truth_lower = form.lower_bound(sol)
+    truth_upper = form.value_at(sol.point)
+    assert truth_lower <= f * (1 + 1e-13) and res.lower_bound <= truth_upper * (1 + 1e-13)
+    assert relative_gap(truth_upper, truth_lower) <= 1e-8
+    assert -vtol.GAP_NEGATIVE_SLACK <= relative_difference(f, truth_upper) <= vtol.GAP_BREGMAN
     # the fast point is stationary, its Bregman multipliers are the closed-form ones and match
     # Clarabel's duals
-    assert form.model.kkt_residual(res.M) <= vtol.KKT_FAST_BREGMAN
+    assert form.model.kkt_residual(res.M) <= KKT_DIAGNOSTIC
     lam_closed = form.model.multipliers(res.M)
-    assert np.max(np.abs(res.info["lam"] - lam_closed)) <= 1e-5 * max(1.0, lam_closed.max())
+    assert np.array_equal(res.multipliers, res.info["lam"])
+    assert np.max(np.abs(res.multipliers - lam_closed)) <= 1e-4 * lam_closed.max()
     lam_clar = np.concatenate([sol.duals[k] for k in ("similar", "dissimilar")])
-    assert np.max(np.abs(res.info["lam"] - lam_clar)) <= 1e-3 * max(1.0, lam_clar.max())
+    assert np.max(np.abs(res.multipliers - lam_clar)) <= 1e-3 * lam_clar.max()
     assert np.allclose(res.M, sol.point, rtol=1e-4, atol=1e-4 * np.abs(sol.point).max())
 
 
@@ -96,13 +112,14 @@ def test_fixed_order_and_warm_start():
     model = form.model
     res = bregman_itml(model)
     # a warm start from the optimal multipliers is (almost) done after one sweep
-    warm = bregman_itml(model, lam0=res.info["lam"])
+    warm = bregman_itml(model, lam0=res.multipliers)
     assert warm.converged and warm.n_iter <= 2
-    assert abs(warm.objective - res.objective) <= 1e-9 * res.objective
+    assert abs(warm.objective - res.objective) <= 1e-11 * res.objective
     # the fixed (similar-first) order converges to the same point, only slower
-    fixed = bregman_itml(model, shuffle=False, tol=1e-5, max_sweeps=20_000)
-    assert fixed.converged and fixed.n_iter > res.n_iter
-    assert abs(fixed.objective - res.objective) <= 1e-7 * res.objective
+    fast = bregman_itml(model, tol=1e-6)
+    fixed = bregman_itml(model, shuffle=False, tol=1e-6, max_sweeps=20_000)
+    assert fast.converged and fixed.converged and fixed.n_iter > 5 * fast.n_iter
+    assert abs(fixed.objective - res.objective) <= 1e-6 * res.objective
 
 
 # ----------------------------------------------------------------------------- value_at / model
@@ -205,9 +222,10 @@ def test_sweeps_keep_the_bregman_invariants(seed, gamma, sweeps):
     M = np.array(model.M0, order="F")
     lam = [0.0] * model.m
     rows = list(np.random.default_rng(seed).permutation(model.m))
+    g = model.gamma_pair
     for _ in range(sweeps):
         _sweep(M, np.ascontiguousarray(model.V), rows, lam, (1.0 / model.xi0).tolist(), model.sign.tolist(),
-               gamma, gamma / (gamma + 1.0))
+               (1.0 / g).tolist(), (g / (g + 1.0)).tolist())
     lam = np.array(lam)
     Mf = _full(M)
     assert np.all(lam >= 0)

@@ -17,7 +17,7 @@ from ..datasets import load_dataset
 from ..generators import pairs_from_labels
 from ..itml import default_bounds
 from ..linalg import random_psd
-from ..tolerances import ZERO_LENGTH_TOL
+from ..itml import zero_length_mask
 from . import Instance, register
 
 __all__ = ["itml_pairs", "itml_instance"]
@@ -27,17 +27,15 @@ def itml_pairs(X, y, *, n_similar: int, n_dissimilar: int, seed) -> ConstraintSe
     """Labelled pairs with ITML's default bounds (squared-length percentiles) as margins.
 
     Pairs joining duplicate points (iris has two identical rows, 101 and 142) are dropped: ITML
-    rejects zero-length pairs (see :class:`cvxmetric.itml.ITMLModel`).
+    rejects zero-length pairs (the relative test :func:`cvxmetric.itml.zero_length_mask`).
     """
     raw = pairs_from_labels(y, n_similar=n_similar, n_dissimilar=n_dissimilar, u=0.0, l=0.0, seed=seed)
     X = np.asarray(X, dtype=np.float64)
 
-    def nonzero(P):
-        diff = X[P[:, 0]] - X[P[:, 1]]
-        return P[np.einsum("ij,ij->i", diff, diff) > ZERO_LENGTH_TOL]
-
-    S = nonzero(raw.idx[raw.is_similar][:, :2])
-    D = nonzero(raw.idx[raw.is_dissimilar][:, 2:])
+    S = raw.idx[raw.is_similar][:, :2]
+    D = raw.idx[raw.is_dissimilar][:, 2:]
+    zero = zero_length_mask(X[np.concatenate([S, D])[:, 0]] - X[np.concatenate([S, D])[:, 1]])
+    S, D = S[~zero[: len(S)]], D[~zero[len(S):]]
     u, l = default_bounds(X, S, D)
     return (ConstraintSet.from_pairs(S, similar=True, bound=u)
             + ConstraintSet.from_pairs(D, similar=False, bound=l))
