@@ -41,7 +41,7 @@ Certification hooks (:mod:`formulations.ladder`):
 * ``dual_bound``: :meth:`cvxmetric.itml.ITMLModel.dual_bound` of the duals of ``"similar"`` and
   ``"dissimilar"`` (the Lagrange dual function at the multipliers repaired to exact dual
   feasibility), the same function that certifies the Bregman solver;
-* ``normalize``: the whitened, rescaled twin. With :math:`M_0 = L L^\top` and a power of two
+* ``normalize``: the whitened, rescaled twin (:meth:`cvxmetric.itml.ITMLModel.normalized_twin`). With :math:`M_0 = L L^\top` and a power of two
   :math:`s \approx (ul)^{1/4}`, the twin has data :math:`X L / s`, bounds :math:`u/s^2, l/s^2`,
   prior :math:`I` and the same :math:`\gamma` and weights; its point :math:`P` maps back to
   :math:`M = L P L^\top` with the same value (``value_scale = 1``: :math:`D_{\ell d}` is invariant
@@ -59,8 +59,6 @@ expressions of a parameter, so that an ill-conditioned prior does not cancel
 """
 from __future__ import annotations
 
-import math
-
 import cvxpy as cp
 import numpy as np
 
@@ -71,7 +69,7 @@ from cvxmetric.linalg import svec_outer
 from .base import Formulation, Normalization, symmetric_parameter
 from .hinge import svec_expr, svec_weights
 
-__all__ = ["build_itml", "build_itml_problem", "itml_kkt_truth", "itml_twin", "ITML_SOLVER_OPTIONS",
+__all__ = ["build_itml", "build_itml_problem", "itml_kkt_truth", "ITML_SOLVER_OPTIONS",
            "PD_FLOOR_RTOL"]
 
 #: Per-solver overrides for ITML (on top of ``formulations.base.SOLVER_OPTIONS``). Measured on
@@ -105,23 +103,9 @@ def _pair_multipliers(sol) -> np.ndarray:
                            for k in ("similar", "dissimilar") if k in sol.duals])
 
 
-def itml_twin(model: ITMLModel) -> tuple[ITMLModel, float]:
-    r"""The whitened, rescaled twin of a model and its scale :math:`s` (module docstring).
-
-    The twin has data :math:`X L / s`, bounds :math:`u/s^2, l/s^2`, the identity prior and the same
-    :math:`\gamma` and weights; :math:`F(L P L^\top) = F_{\rm twin}(P)` for every :math:`P`.
-    :math:`s` is the power of two nearest :math:`(ul)^{1/4}`, so that division by it is exact.
-    """
-    s = 2.0 ** round(math.log2(model.u * model.l) / 4.0)
-    p = model.n_similar
-    twin = ITMLModel((model.X @ model.prior_factor) / s, model.pairs[:p], model.pairs[p:],
-                     u=model.u / s**2, l=model.l / s**2, gamma=model.gamma, prior=None, weight=model.weight)
-    return twin, s
-
-
 def _normalizer(model: ITMLModel, method: str):
     def normalize() -> Normalization:
-        twin, s = itml_twin(model)
+        twin, s = model.normalized_twin()
         return Normalization(
             formulation=build_itml_problem(twin, method=method),
             point_back=model.unwhiten,
