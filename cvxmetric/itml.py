@@ -74,6 +74,10 @@ DEFAULT_PERCENTILES = (5.0, 95.0)
 #: X * 1e-6 "identical rows"); exact duplicates have length 0 at every scale.
 ZERO_LENGTH_RTOL = 1e-12
 
+#: Below this spectral norm of E, log det(I + E) is computed from the eigenvalues of E (log1p),
+#: above it from a Cholesky factor of I + E (see _logdet_identity_plus).
+NEAR_IDENTITY = 0.5
+
 #: The dual certificate keeps its repaired multipliers strictly inside the dual domain:
 #: every eigenvalue of :math:`I + \theta K` and every slack factor :math:`1 - \theta t_c` is at
 #: least this (the eigenvalues are computed with an absolute error ~1e-16 ||K||, far below it).
@@ -81,9 +85,36 @@ DUAL_DOMAIN_MARGIN = 1e-9
 
 
 def slack_term(t: np.ndarray) -> np.ndarray:
-    r""":math:`h(t) = t - \log t - 1` elementwise (the scalar LogDet divergence of ``t`` from 1)."""
-    t = np.asarray(t, dtype=np.float64)
-    return t - np.log(t) - 1.0
+    r""":math:`h(t) = t - \log t - 1` elementwise (the scalar LogDet divergence of ``t`` from 1).
+
+    Evaluated as :math:`\delta - \log(1 + \delta)`, :math:`\delta = t - 1` (``log1p``), which keeps
+    its relative accuracy near :math:`t = 1`, where :math:`h \approx \delta^2/2` and the direct
+    formula cancels.
+    """
+    delta = np.asarray(t, dtype=np.float64) - 1.0
+    return delta - np.log1p(delta)
+
+
+def _logdet_identity_plus(E: np.ndarray, A: np.ndarray | None = None) -> tuple[float, float]:
+    r"""``(log det(I + E), tr E)`` for symmetric E with I + E positive definite; log det is -inf otherwise.
+
+    Two regimes, each accurate where the other is not: near the identity
+    (:math:`\|E\|_2 \le` :data:`NEAR_IDENTITY`) from the eigenvalues of E with ``log1p``
+    (relative accuracy of divergences ~:math:`\|E\|^2` that a Cholesky factor of :math:`I + E`,
+    rounded at 1e-16 absolute, would lose); otherwise from a Cholesky factor of :math:`I + E`,
+    which keeps the accuracy of every diagonal-scaled direction of an ill-conditioned matrix (the
+    eigenvalues carry absolute errors ~1e-16 :math:`\|E\|`, fatal for the small ones). ``A``,
+    when given, is :math:`I + E` as stored by the caller (forming it from E would round its small
+    eigen-directions away); positive definiteness is decided by its Cholesky factorisation.
+    """
+    mu = np.linalg.eigvalsh(E)
+    if max(-mu[0], mu[-1]) <= NEAR_IDENTITY:
+        return float(np.sum(np.log1p(mu))), float(np.sum(mu))
+    try:
+        C = np.linalg.cholesky(np.eye(E.shape[0]) + E if A is None else A)
+    except np.linalg.LinAlgError:
+        return -np.inf, float(np.trace(E))
+    return float(2.0 * np.sum(np.log(np.diag(C)))), float(np.trace(E))
 
 
 def _as_pairs(pairs, name: str) -> np.ndarray:
@@ -416,16 +447,20 @@ class ITMLModel:
         xi = np.asarray(xi, dtype=np.float64)
         if np.any(xi <= 0):
             return np.inf
-        return float(np.sum(self.gamma_pair * slack_term(xi / self.xi0)))
+        delta = (xi - self.xi0) / self.xi0          # xi/xi0 - 1 without rounding xi/xi0 first
+        return float(np.sum(self.gamma_pair * (delta - np.log1p(delta))))
 
     def whitened_divergence(self, P) -> float:
-        r""":math:`D_{\ell d}(\tilde M, I) = \mathrm{tr}\tilde M - \log\det\tilde M - d` (``inf`` unless PD)."""
+        r""":math:`D_{\ell d}(\tilde M, I) = \mathrm{tr}(\tilde M - I) - \log\det\tilde M` (``inf`` unless PD).
+
+        Through :math:`E = \tilde M - I` (:func:`_logdet_identity_plus`), so that a point near the
+        prior keeps the relative accuracy of its (small) divergence.
+        """
         P = np.asarray(P, dtype=np.float64)
-        try:
-            C = np.linalg.cholesky(P)
-        except np.linalg.LinAlgError:
+        logdet, trace = _logdet_identity_plus(P - np.eye(self.d), P)
+        if not np.isfinite(logdet):
             return np.inf
-        return float(np.trace(P) - 2.0 * np.sum(np.log(np.diag(C))) - self.d)
+        return trace - logdet
 
     def logdet_divergence(self, M) -> float:
         r""":math:`D_{\ell d}(M, M_0)` (``inf`` unless M is positive definite), via :meth:`whiten`."""
@@ -588,21 +623,15 @@ class ITMLModel:
         return ITMLDualBound(value=value, multipliers=theta * lam, theta=float(theta))
 
     def _dual_value(self, lam: np.ndarray) -> float:
-        r""":math:`g(\lambda)` at dual-feasible multipliers, the LogDet through a Cholesky factor.
+        r""":math:`g(\lambda)` at dual-feasible multipliers (``-inf`` outside the domain).
 
-        :math:`\log\det(I + K)` from the Cholesky factor of :math:`I + K` rather than from the
-        eigenvalues of :math:`K`: eigenvalues carry an absolute error ~1e-16 :math:`\|K\|`, which
-        for an ill-conditioned :math:`I + K` (a prior of condition 1e11) overstated the bound by
-        2e-9 absolute, more than the gap being certified; the Cholesky factor keeps the relative
-        accuracy of every diagonal-scaled direction. ``-inf`` if the factorisation fails.
+        :math:`\log\det(I + K)` by :func:`_logdet_identity_plus`: from the eigenvalues of
+        :math:`K` alone they overstated the bound by 2e-9 absolute for an ill-conditioned
+        :math:`I + K` (a prior of condition 1e11), more than the gap being certified.
         """
-        B = np.eye(self.d) + self.whitened_sum(self.sign * lam)
-        try:
-            C = np.linalg.cholesky(B)
-        except np.linalg.LinAlgError:
-            return -np.inf
+        logdet, _ = _logdet_identity_plus(self.whitened_sum(self.sign * lam))
         t = self.sign * lam * self.xi0 / self.gamma_pair
-        return float(2.0 * np.sum(np.log(np.diag(C))) + np.sum(self.gamma_pair * np.log1p(-t)))
+        return float(logdet + np.sum(self.gamma_pair * np.log1p(-t)))
 
     def svec_matrices(self) -> tuple[np.ndarray, np.ndarray]:
         r"""Rows :math:`a_c` with :math:`D_M(c) = a_c\cdot\mathrm{svec}(M)`: (similar, dissimilar)."""
