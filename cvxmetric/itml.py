@@ -368,22 +368,45 @@ class ITMLModel:
                   self.gamma_pair, self.M0, self.M0_inv, self.prior_factor):
             a.setflags(write=False)
 
-    def normalized_twin(self) -> tuple["ITMLModel", float]:
-        r"""The whitened, rescaled twin of this model and its scale :math:`s`.
+    def normalized_twin(self) -> tuple["ITMLModel", np.ndarray, float]:
+        r"""A well-scaled twin of this model: ``(twin, T, s)`` with :math:`F(T P T) = F_{\rm twin}(P)`.
 
-        The twin has data :math:`X L / s` (:math:`M_0 = L L^\top`), bounds :math:`u/s^2, l/s^2`,
-        the identity prior and the same :math:`\gamma` and weights, so that
-        :math:`F(L P L^\top) = F_{\rm twin}(P)` for every :math:`P` (module docstring,
-        invariances). :math:`s` is the power of two nearest :math:`(ul)^{1/4}` (division by it is
-        exact), which puts the twin's bounds around 1. The twin is built from this model's
-        validated pairs without re-testing them: whitening is not a scaling, so a relative
-        zero-length test could read differently on the twin.
+        With the prior's eigendecomposition :math:`M_0 = Q\,\mathrm{diag}(\mu)\,Q^\top` and the
+        data's metric scale :math:`\mu_* = \sqrt{ul} / \mathrm{median}_c \|v_c\|^2` (the multiple of
+        the identity that puts a typical pair between the bounds),
+
+        .. math::
+            T = Q\,\mathrm{diag}\big(\min(\mu, \mu_*)\big)^{1/2} Q^\top,\qquad
+            M_0^{\rm twin} = T^{-1} M_0 T^{-1} = Q\,\mathrm{diag}\big(\max(1, \mu/\mu_*)\big) Q^\top,
+
+        and the twin has data :math:`X T / s`, bounds :math:`u/s^2, l/s^2`, prior
+        :math:`M_0^{\rm twin}` and the same :math:`\gamma` and weights; :math:`s` is the power of
+        two nearest :math:`(ul)^{1/4}` (division by it is exact), which puts the bounds around 1.
+        Exact: :math:`D_{\ell d}` is invariant under the congruence by :math:`T` and the distances
+        and bounds are divided by the same :math:`s^2`.
+
+        *Partial* whitening: the prior's directions below the data's scale are whitened (their
+        :math:`M_0^{-1}` coefficients would be huge, e.g. 1e11), the ones above it are only
+        rescaled (whitening them would make the optimum, which the data shrink there, tiny in the
+        twin). Measured with priors of condition 1e11 on iris (small, large and log-spaced
+        eigenvalues, axis-aligned and rotated): 9 of 10 certified to 1e-8 by the first Clarabel
+        rung in 0.1 s, against 5 of 10 with full whitening (the others took 90 s or failed) and 4
+        of 10 for the original problem. With an identity prior :math:`T` is a multiple of
+        :math:`I`, a plain rescaling. The twin is built from this model's validated pairs without
+        re-testing them (a congruence is not a scaling, so a relative zero-length test could read
+        differently on the twin).
         """
+        mu, Q = np.linalg.eigh(self.M0)
+        mu_star = math.sqrt(self.u * self.l) / float(np.median(self.sq_lengths))
+        T = (Q * np.sqrt(np.minimum(mu, mu_star))) @ Q.T
+        T = 0.5 * (T + T.T)
+        prior = (Q * np.maximum(1.0, mu / mu_star)) @ Q.T
+        prior = 0.5 * (prior + prior.T)
         s = 2.0 ** round(math.log2(self.u * self.l) / 4.0)
         twin = object.__new__(type(self))
-        twin._store((self.X @ self.prior_factor) / s, self.pairs, self.gamma, self.n_similar, self.u / s**2,
-                    self.l / s**2, self.weight, np.eye(self.d), np.eye(self.d))
-        return twin, s
+        twin._store((self.X @ T) / s, self.pairs, self.gamma, self.n_similar, self.u / s**2, self.l / s**2,
+                    self.weight, prior, np.linalg.cholesky(prior))
+        return twin, T, s
 
     @classmethod
     def from_constraints(cls, X, constraints: ConstraintSet, *, u=None, l=None, gamma: float = 1.0,

@@ -41,13 +41,13 @@ Certification hooks (:mod:`formulations.ladder`):
 * ``dual_bound``: :meth:`cvxmetric.itml.ITMLModel.dual_bound` of the duals of ``"similar"`` and
   ``"dissimilar"`` (the Lagrange dual function at the multipliers repaired to exact dual
   feasibility), the same function that certifies the Bregman solver;
-* ``normalize``: the whitened, rescaled twin (:meth:`cvxmetric.itml.ITMLModel.normalized_twin`). With :math:`M_0 = L L^\top` and a power of two
-  :math:`s \approx (ul)^{1/4}`, the twin has data :math:`X L / s`, bounds :math:`u/s^2, l/s^2`,
-  prior :math:`I` and the same :math:`\gamma` and weights; its point :math:`P` maps back to
-  :math:`M = L P L^\top` with the same value (``value_scale = 1``: :math:`D_{\ell d}` is invariant
-  under congruence and the slack term depends on :math:`\xi/\xi^0` only). Its numbers are O(1)
-  whatever the scale of X (Clarabel called a solve of X * 1e3 "optimal" 246 % off) and whatever
-  the prior's conditioning;
+* ``normalize``: the partially whitened, rescaled twin of
+  :meth:`cvxmetric.itml.ITMLModel.normalized_twin`: data :math:`X T / s`, bounds
+  :math:`u/s^2, l/s^2`, prior :math:`T^{-1} M_0 T^{-1}`, the same :math:`\gamma` and weights, and its
+  point :math:`P` maps back to :math:`M = T P T` with the same value (``value_scale = 1``:
+  :math:`D_{\ell d}` is invariant under congruence and the slack term depends on
+  :math:`\xi/\xi^0` only). Its numbers are O(1) whatever the scale of X (Clarabel called a solve
+  of X * 1e3 "optimal" 246 % off) and whatever the prior's conditioning;
 * ``make_feasible``: symmetrize, and if the matrix is not positive definite (an SCS point),
   raise the whitened eigenvalues to :data:`PD_FLOOR_RTOL` times the largest (any positive
   definite matrix's value is an upper bound).
@@ -105,13 +105,17 @@ def _pair_multipliers(sol) -> np.ndarray:
 
 def _normalizer(model: ITMLModel, method: str):
     def normalize() -> Normalization:
-        twin, s = model.normalized_twin()
+        twin, T, s = model.normalized_twin()
+
+        def point_back(P) -> np.ndarray:
+            M = T @ np.asarray(P, dtype=np.float64) @ T
+            return 0.5 * (M + M.T)
+
         return Normalization(
             formulation=build_itml_problem(twin, method=method),
-            point_back=model.unwhiten,
+            point_back=point_back,
             value_scale=1.0,
-            description=f"whitened by the prior's Cholesky factor L, X -> X L / {s:g}, bounds / {s * s:g}; "
-                        "M = L P L^T, values equal",
+            description=f"prior partially whitened (M = T P T), X -> X T / {s:g}, bounds / {s * s:g}; values equal",
         )
     return normalize
 
