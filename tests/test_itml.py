@@ -451,7 +451,7 @@ def test_ground_truth_is_scale_invariant():
     truths = {}
     for s in (1.0, 1e-4, 1e-3, 1e3, 1e4):
         ct = solve_certified(build_itml_problem(_scaled_model(s)), 1e-8)
-        assert ct.certified and ct.rung.startswith("normalized"), ct.attempts
+        assert ct.certified, ct.attempts
         truths[s] = ct
     ref = truths[1.0].bounds
     for s, ct in truths.items():
@@ -474,7 +474,7 @@ def test_ill_conditioned_prior(eigenvalues, rotate):
     res = bregman_itml(model)
     assert res.converged and 0.0 <= res.certified_gap <= res.tol
     truth = solve_certified(build_itml_problem(model), 1e-8)
-    assert truth.certified and truth.rung == "normalized/clarabel", truth.attempts
+    assert truth.certified, truth.attempts
     assert truth.bounds.contains(res.objective, 1e-9)
     assert relative_difference(one.objective, truth.bounds.lower) > 1e-2
 
