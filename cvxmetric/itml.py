@@ -4,34 +4,47 @@ Information-theoretic metric learning minimises, over :math:`M \succ 0` and one 
 
 .. math::
     \min_{M \succ 0,\ \xi > 0}\ D_{\ell d}(M, M_0)
-        + \gamma \sum_c \Big(\frac{\xi_c}{\xi^0_c} - \log\frac{\xi_c}{\xi^0_c} - 1\Big)
+        + \gamma \sum_c w_c \Big(\frac{\xi_c}{\xi^0_c} - \log\frac{\xi_c}{\xi^0_c} - 1\Big)
     \quad\text{s.t.}\quad
     \langle M, C_c\rangle \le \xi_c\ (c \in \mathcal S),\qquad
     \langle M, C_c\rangle \ge \xi_c\ (c \in \mathcal D),
 
 with :math:`D_{\ell d}(M, M_0) = \mathrm{tr}(M M_0^{-1}) - \log\det(M M_0^{-1}) - d`,
 :math:`C_c = (x_i - x_j)(x_i - x_j)^\top` and :math:`\xi^0_c = u` on similar pairs, :math:`l` on
-dissimilar pairs (:math:`0 < u < l`). The slack term is :math:`\gamma D_{\ell d}(\mathrm{Diag}\,\xi,
-\mathrm{Diag}\,\xi^0)`.
+dissimilar pairs (:math:`0 < u < l`), and per-pair weights :math:`w_c > 0` (default 1; a
+ConstraintSet's weights). With unit weights the slack term is :math:`\gamma D_{\ell d}(\mathrm{Diag}\,\xi,
+\mathrm{Diag}\,\xi^0)` (Davis et al.); a weight :math:`w_c` multiplies the penalty of pair :math:`c`'s
+slack, i.e. :math:`\gamma_c = \gamma w_c` replaces :math:`\gamma` for that pair everywhere below (the
+model, the cvxpy formulation, the Bregman solver and the certificate read the same ``gamma_pair``).
 
 For a fixed :math:`M` the slack problem separates and :math:`h(t) = t - \log t - 1` is convex with
 its minimum at :math:`t = 1`, so the optimal slack is in closed form:
 :math:`\xi_c = \max(D_M(c), \xi^0_c)` on :math:`\mathcal S` and :math:`\min(D_M(c), \xi^0_c)` on
 :math:`\mathcal D`. Substituting it gives the reduced objective
 
-.. math:: F(M) = D_{\ell d}(M, M_0) + \gamma \sum_c h\big(\xi_c(M) / \xi^0_c\big),
+.. math:: F(M) = D_{\ell d}(M, M_0) + \sum_c \gamma_c h\big(\xi_c(M) / \xi^0_c\big),
 
 which is convex and *continuously differentiable* on :math:`\mathbb S^d_{++}` (the derivative of
 each slack term vanishes where the max/min switches):
 
 .. math::
     \nabla F(M) = M_0^{-1} - M^{-1} + \sum_c s_c \lambda_c(M)\, C_c,\qquad
-    s_c\lambda_c(M) = \gamma\Big(\frac1{\xi^0_c} - \frac1{\xi_c(M)}\Big),
+    s_c\lambda_c(M) = \gamma_c\Big(\frac1{\xi^0_c} - \frac1{\xi_c(M)}\Big),
 
 with :math:`s_c = +1` on :math:`\mathcal S` and :math:`-1` on :math:`\mathcal D`, so that
 :math:`\lambda_c(M) \ge 0` is exactly the KKT multiplier of constraint :math:`c` (see
 :mod:`formulations.itml`). :class:`ITMLModel` is the single numpy definition of :math:`F` read by
 the cvxpy formulation and the Bregman solver.
+
+Certificate: :meth:`ITMLModel.dual_bound` turns any multipliers into a lower bound on
+:math:`F^*` (the Lagrange dual, after repair to exact dual feasibility), shared by the
+formulation's ``dual_bound`` hook (cvxpy's duals) and the Bregman solver (its own multipliers).
+
+Invariances (exact): :math:`X \to sX` with :math:`u, l \to s^2 u, s^2 l` leaves :math:`F` and its
+minimiser unchanged; so does the congruence :math:`M_0 = L L^\top`, :math:`X \to X L`,
+:math:`M_0 \to I`, :math:`M \to L^{-1} M L^{-\top}` (whitening). The numerics use both: the
+zero-length test is relative, the LogDet part and the certificate are computed in whitened
+coordinates.
 
 Default bounds: the 5th and 95th percentiles of the **squared** Euclidean lengths of the given
 pairs (similar and dissimilar together). Davis et al. take percentiles of the distance
@@ -40,22 +53,62 @@ which compares a squared Mahalanobis distance with an unsquared bound (a known p
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
+from scipy.linalg import solve_triangular
 
-from ._checks import as_data_matrix, as_square_symmetric, check_positive
+from ._checks import as_data_matrix, as_square_symmetric, check_positive, zero_length_mask
 from .constraints import ConstraintSet
-from .tolerances import ZERO_LENGTH_TOL
 
-__all__ = ["ITMLModel", "itml_model", "default_bounds", "slack_term", "DEFAULT_PERCENTILES"]
+__all__ = ["ITMLModel", "ITMLDualBound", "itml_model", "default_bounds", "slack_term",
+           "DEFAULT_PERCENTILES", "DUAL_DOMAIN_MARGIN"]
 
 #: Percentiles of the pairs' squared lengths used as (u, l) when no bounds are given.
 DEFAULT_PERCENTILES = (5.0, 95.0)
 
+#: Below this spectral norm of E, log det(I + E) is computed from the eigenvalues of E (log1p),
+#: above it from a Cholesky factor of I + E (see _logdet_identity_plus).
+NEAR_IDENTITY = 0.5
+
+#: The dual certificate keeps its repaired multipliers strictly inside the dual domain:
+#: every eigenvalue of :math:`I + \theta K` and every slack factor :math:`1 - \theta t_c` is at
+#: least this (the eigenvalues are computed with an absolute error ~1e-16 ||K||, far below it).
+DUAL_DOMAIN_MARGIN = 1e-9
+
 
 def slack_term(t: np.ndarray) -> np.ndarray:
-    r""":math:`h(t) = t - \log t - 1` elementwise (the scalar LogDet divergence of ``t`` from 1)."""
-    t = np.asarray(t, dtype=np.float64)
-    return t - np.log(t) - 1.0
+    r""":math:`h(t) = t - \log t - 1` elementwise (the scalar LogDet divergence of ``t`` from 1).
+
+    Evaluated as :math:`\delta - \log(1 + \delta)`, :math:`\delta = t - 1` (``log1p``), which keeps
+    its relative accuracy near :math:`t = 1`, where :math:`h \approx \delta^2/2` and the direct
+    formula cancels.
+    """
+    delta = np.asarray(t, dtype=np.float64) - 1.0
+    return delta - np.log1p(delta)
+
+
+def _logdet_identity_plus(E: np.ndarray, A: np.ndarray | None = None) -> tuple[float, float]:
+    r"""``(log det(I + E), tr E)`` for symmetric E with I + E positive definite; log det is -inf otherwise.
+
+    Two regimes, each accurate where the other is not: near the identity
+    (:math:`\|E\|_2 \le` :data:`NEAR_IDENTITY`) from the eigenvalues of E with ``log1p``
+    (relative accuracy of divergences ~:math:`\|E\|^2` that a Cholesky factor of :math:`I + E`,
+    rounded at 1e-16 absolute, would lose); otherwise from a Cholesky factor of :math:`I + E`,
+    which keeps the accuracy of every diagonal-scaled direction of an ill-conditioned matrix (the
+    eigenvalues carry absolute errors ~1e-16 :math:`\|E\|`, fatal for the small ones). ``A``,
+    when given, is :math:`I + E` as stored by the caller (forming it from E would round its small
+    eigen-directions away); positive definiteness is decided by its Cholesky factorisation.
+    """
+    mu = np.linalg.eigvalsh(E)
+    if max(-mu[0], mu[-1]) <= NEAR_IDENTITY:
+        return float(np.sum(np.log1p(mu))), float(np.sum(mu))
+    try:
+        C = np.linalg.cholesky(np.eye(E.shape[0]) + E if A is None else A)
+    except np.linalg.LinAlgError:
+        return -np.inf, float(np.trace(E))
+    return float(2.0 * np.sum(np.log(np.diag(C)))), float(np.trace(E))
 
 
 def _as_pairs(pairs, name: str) -> np.ndarray:
@@ -75,7 +128,7 @@ def _as_pairs(pairs, name: str) -> np.ndarray:
 
 
 def _split_constraints(constraints: ConstraintSet):
-    """Similar and dissimilar pair arrays, and their margins as bounds, of a pair ConstraintSet."""
+    """Similar and dissimilar pair arrays, their margins as bounds, and their weights (similar first)."""
     if not isinstance(constraints, ConstraintSet):
         raise TypeError(f"constraints must be a ConstraintSet; got {type(constraints).__name__}")
     if np.any(constraints.is_relative):
@@ -87,7 +140,45 @@ def _split_constraints(constraints: ConstraintSet):
     sim, dis = constraints.is_similar, constraints.is_dissimilar
     S = constraints.idx[sim][:, :2]
     D = constraints.idx[dis][:, 2:]
-    return S, D, -constraints.delta[sim], constraints.delta[dis]
+    weight = np.concatenate([constraints.weight[sim], constraints.weight[dis]])
+    return S, D, -constraints.delta[sim], constraints.delta[dis], weight
+
+
+def _as_pair_weights(weight, m: int) -> np.ndarray:
+    """Per-pair weights: None -> ones; else finite and > 0, shape (m,) (similar pairs first)."""
+    if weight is None:
+        return np.ones(m)
+    w = np.array(weight, dtype=np.float64, copy=True)
+    if w.ndim == 0:
+        w = np.full(m, float(w))
+    if w.shape != (m,):
+        raise ValueError(f"weight must be a scalar or have shape ({m},) (similar pairs first); got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("weight contains NaN or inf; pass finite positive per-pair weights")
+    if np.any(w <= 0):
+        k = int(np.argmax(w <= 0))
+        raise ValueError(f"weight must be > 0 for every pair; pair {k} has weight {w[k]:.3g} (a pair of weight "
+                         "0 has a free slack and constrains nothing: drop it from the pairs)")
+    return w
+
+
+@dataclass(frozen=True)
+class ITMLDualBound:
+    r"""A certified lower bound on the ITML optimum (see :meth:`ITMLModel.dual_bound`).
+
+    Attributes
+    ----------
+    value : float
+        :math:`g(\theta\lambda_+) \le F^*`.
+    multipliers : ndarray, shape (m,)
+        The repaired multipliers :math:`\theta\lambda_+` (exactly dual feasible).
+    theta : float
+        The scaling :math:`\theta \in [0, 1]` applied to the clipped multipliers.
+    """
+
+    value: float
+    multipliers: np.ndarray
+    theta: float
 
 
 def default_bounds(X, similar, dissimilar, percentiles=DEFAULT_PERCENTILES) -> tuple[float, float]:
@@ -124,8 +215,9 @@ class ITMLModel:
         Data, one point per row (finite).
     similar, dissimilar : array_like of int, shape (p, 2) and (q, 2)
         Row indices of the similar and dissimilar pairs; ``p + q >= 1``. A pair whose points
-        coincide (squared length ``<= ZERO_LENGTH_TOL``) is rejected: its dissimilar slack would
-        have to vanish (infinite objective) and a similar one constrains nothing.
+        coincide (:func:`cvxmetric._checks.zero_length_mask`: every feature equal up to a
+        *relative* round-off) is rejected: its dissimilar slack would have to
+        vanish (infinite objective) and a similar one constrains nothing.
     u, l : float, optional
         Bounds :math:`0 < u < l` (similar pairs: :math:`D_M \le u`; dissimilar: :math:`D_M \ge l`).
         Default: :func:`default_bounds` (5th/95th percentiles of the squared pair lengths).
@@ -133,19 +225,31 @@ class ITMLModel:
         Slack weight :math:`\gamma > 0`.
     prior : array_like, shape (d, d), optional
         :math:`M_0`, symmetric positive definite (default identity).
+    weight : float or array_like, shape (p + q,), optional
+        Per-pair weights :math:`w_c > 0` (similar pairs first), multiplying the pair's slack
+        penalty: :math:`\gamma w_c h(\xi_c/\xi^0_c)`. Default 1. A ConstraintSet's weights are
+        used (:meth:`from_constraints`). Zero weights are rejected: such a pair constrains nothing.
 
     Attributes
     ----------
     V : ndarray, shape (m, d)
         Difference vectors :math:`x_i - x_j`, similar pairs first (rows ``0 .. p-1``).
+    W : ndarray, shape (m, d)
+        Whitened difference vectors :math:`L^\top v_c` (rows of :math:`V L`), where
+        :math:`M_0 = L L^\top` (Cholesky): :math:`D_M(c) = w_c^\top \tilde M w_c` with
+        :math:`\tilde M = L^{-1} M L^{-\top}` (see :meth:`whiten`).
     sign : ndarray, shape (m,)
         :math:`s_c = +1` (similar) or :math:`-1` (dissimilar).
     xi0 : ndarray, shape (m,)
         :math:`\xi^0_c` (``u`` or ``l``).
+    weight : ndarray, shape (m,)
+        :math:`w_c`.
+    gamma_pair : ndarray, shape (m,)
+        :math:`\gamma_c = \gamma w_c`, the slack weight of each pair.
     pairs : ndarray of int, shape (m, 2)
         The pairs in the order of ``V``.
-    M0, M0_inv : ndarray, shape (d, d)
-        Prior and its inverse.
+    M0, M0_inv, prior_factor : ndarray, shape (d, d)
+        Prior, its inverse, and its lower Cholesky factor :math:`L`.
     logdet_M0 : float
     n_similar, n_dissimilar, m, d : int
 
@@ -153,13 +257,21 @@ class ITMLModel:
     -----
     .. math::
         F(M) = \mathrm{tr}(M M_0^{-1}) - \log\det M + \log\det M_0 - d
-               + \gamma \sum_c \big(\xi_c/\xi^0_c - \log(\xi_c/\xi^0_c) - 1\big),
+               + \gamma \sum_c w_c \big(\xi_c/\xi^0_c - \log(\xi_c/\xi^0_c) - 1\big),
 
     :math:`\xi_c = \max(D_M(c), u)` on :math:`\mathcal S`, :math:`\min(D_M(c), l)` on :math:`\mathcal D`.
     :math:`F = +\infty` outside :math:`\mathbb S^d_{++}`.
+
+    The LogDet part is evaluated in *whitened* coordinates, :math:`D_{\ell d}(M, M_0) =
+    D_{\ell d}(\tilde M, I) = \mathrm{tr}\tilde M - \log\det\tilde M - d`, by triangular solves
+    with :math:`L`: with a prior of condition :math:`10^{11}` the explicit
+    :math:`\langle M, M_0^{-1}\rangle` cancels catastrophically. ITML is the same problem in the
+    whitened coordinates (prior :math:`I`, differences :math:`W`), which the Bregman solver and
+    the certificate use.
     """
 
-    def __init__(self, X, similar=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None):
+    def __init__(self, X, similar=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None,
+                 weight=None):
         X = as_data_matrix(X)
         n, d = X.shape
         S = _as_pairs(similar, "similar")
@@ -170,20 +282,22 @@ class ITMLModel:
             if P.size and (P.min() < 0 or P.max() >= n):
                 k = int(np.argmax((P.min(axis=1) < 0) | (P.max(axis=1) >= n)))
                 raise ValueError(f"{name} pair {k} = {tuple(P[k])} indexes a row outside [0, {n}) of X")
-        self.gamma = check_positive(gamma, "gamma")
+        gamma = check_positive(gamma, "gamma")
         pairs = np.concatenate([S, D])
         V = X[pairs[:, 0]] - X[pairs[:, 1]]
         sq = np.einsum("ij,ij->i", V, V)
-        zero = sq <= ZERO_LENGTH_TOL
+        zero = zero_length_mask(V, X)
         if np.any(zero):
             k = int(np.argmax(zero))
             kind, pos = ("similar", k) if k < S.shape[0] else ("dissimilar", k - S.shape[0])
             i, j = pairs[k]
             raise ValueError(
                 f"{kind} pair {pos} = ({i}, {j}) has zero length: rows {i} and {j} of X are identical "
-                f"(squared distance {sq[k]:.3g}), so its constraint is degenerate (a dissimilar pair "
-                "could never be pushed apart); remove duplicate points or drop the pair"
+                f"(squared distance {sq[k]:.3g}, largest pair {sq.max():.3g}), so its constraint is "
+                "degenerate (a dissimilar pair could never be pushed apart); remove duplicate points or "
+                "drop the pair"
             )
+        weight = _as_pair_weights(weight, pairs.shape[0])
         if u is None or l is None:
             du, dl = default_bounds(X, S, D)
             u = du if u is None else u
@@ -207,22 +321,73 @@ class ITMLModel:
         if lam[0] <= 1e-12 * lam[-1]:
             raise ValueError(f"prior is numerically singular (eigenvalues {lam[0]:.3g} .. {lam[-1]:.3g}); "
                              "pass a well-conditioned positive definite prior")
+        self._store(X, pairs, gamma, S.shape[0], u, l, weight, M0, Lc)
+
+    def _store(self, X, pairs, gamma, n_similar, u, l, weight, M0, Lc) -> None:
+        """Set every attribute from validated inputs (shared by ``__init__`` and :meth:`normalized_twin`)."""
         self.X = X
-        self.d = d
-        self.n_similar, self.n_dissimilar = int(S.shape[0]), int(D.shape[0])
-        self.m = self.n_similar + self.n_dissimilar
+        self.d = X.shape[1]
+        self.gamma = gamma
+        self.n_similar = int(n_similar)
+        self.n_dissimilar = int(pairs.shape[0] - n_similar)
+        self.m = int(pairs.shape[0])
         self.pairs = pairs
-        self.V = V
-        self.sq_lengths = sq
+        self.V = X[pairs[:, 0]] - X[pairs[:, 1]]
+        self.sq_lengths = np.einsum("ij,ij->i", self.V, self.V)
         self.sign = np.concatenate([np.ones(self.n_similar), -np.ones(self.n_dissimilar)])
         self.u, self.l = u, l
         self.xi0 = np.concatenate([np.full(self.n_similar, u), np.full(self.n_dissimilar, l)])
+        self.weight = weight
+        self.gamma_pair = gamma * weight
         self.M0 = M0
         M0_inv = np.linalg.inv(M0)
         self.M0_inv = 0.5 * (M0_inv + M0_inv.T)
+        self.prior_factor = Lc
+        self.W = self.V @ Lc
         self.logdet_M0 = float(2.0 * np.sum(np.log(np.diag(Lc))))
-        for a in (self.X, self.pairs, self.V, self.sq_lengths, self.sign, self.xi0, self.M0, self.M0_inv):
+        for a in (self.X, self.pairs, self.V, self.W, self.sq_lengths, self.sign, self.xi0, self.weight,
+                  self.gamma_pair, self.M0, self.M0_inv, self.prior_factor):
             a.setflags(write=False)
+
+    def normalized_twin(self) -> tuple["ITMLModel", np.ndarray, float]:
+        r"""A well-scaled twin of this model: ``(twin, T, s)`` with :math:`F(T P T) = F_{\rm twin}(P)`.
+
+        With the prior's eigendecomposition :math:`M_0 = Q\,\mathrm{diag}(\mu)\,Q^\top` and the
+        data's metric scale :math:`\mu_* = \sqrt{ul} / \mathrm{median}_c \|v_c\|^2` (the multiple of
+        the identity that puts a typical pair between the bounds),
+
+        .. math::
+            T = Q\,\mathrm{diag}\big(\min(\mu, \mu_*)\big)^{1/2} Q^\top,\qquad
+            M_0^{\rm twin} = T^{-1} M_0 T^{-1} = Q\,\mathrm{diag}\big(\max(1, \mu/\mu_*)\big) Q^\top,
+
+        and the twin has data :math:`X T / s`, bounds :math:`u/s^2, l/s^2`, prior
+        :math:`M_0^{\rm twin}` and the same :math:`\gamma` and weights; :math:`s` is the power of
+        two nearest :math:`(ul)^{1/4}` (division by it is exact), which puts the bounds around 1.
+        Exact: :math:`D_{\ell d}` is invariant under the congruence by :math:`T` and the distances
+        and bounds are divided by the same :math:`s^2`.
+
+        *Partial* whitening: the prior's directions below the data's scale are whitened (their
+        :math:`M_0^{-1}` coefficients would be huge, e.g. 1e11), the ones above it are only
+        rescaled (whitening them would make the optimum, which the data shrink there, tiny in the
+        twin). Measured with priors of condition 1e11 on iris (small, large and log-spaced
+        eigenvalues, axis-aligned and rotated): 9 of 10 certified to 1e-8 by the first Clarabel
+        rung in 0.1 s, against 5 of 10 with full whitening (the others took 90 s or failed) and 4
+        of 10 for the original problem. With an identity prior :math:`T` is a multiple of
+        :math:`I`, a plain rescaling. The twin is built from this model's validated pairs without
+        re-testing them (a congruence is not a scaling, so a relative zero-length test could read
+        differently on the twin).
+        """
+        mu, Q = np.linalg.eigh(self.M0)
+        mu_star = math.sqrt(self.u * self.l) / float(np.median(self.sq_lengths))
+        T = (Q * np.sqrt(np.minimum(mu, mu_star))) @ Q.T
+        T = 0.5 * (T + T.T)
+        prior = (Q * np.maximum(1.0, mu / mu_star)) @ Q.T
+        prior = 0.5 * (prior + prior.T)
+        s = 2.0 ** round(math.log2(self.u * self.l) / 4.0)
+        twin = object.__new__(type(self))
+        twin._store((self.X @ T) / s, self.pairs, self.gamma, self.n_similar, self.u / s**2, self.l / s**2,
+                    self.weight, prior, np.linalg.cholesky(prior))
+        return twin, T, s
 
     @classmethod
     def from_constraints(cls, X, constraints: ConstraintSet, *, u=None, l=None, gamma: float = 1.0,
@@ -231,25 +396,45 @@ class ITMLModel:
 
         The set's margins are its bounds (similar rows carry ``delta = -u``, dissimilar rows
         ``delta = l``) and must be equal within each kind; explicit ``u``/``l`` override them.
-        Triplet/quadruplet rows are rejected.
+        The set's weights are the per-pair weights (similar pairs first in the model, in their
+        order within the set). Triplet/quadruplet rows are rejected.
         """
-        S, D, us, ls = _split_constraints(constraints)
+        S, D, us, ls, weight = _split_constraints(constraints)
         for b, name, given in ((us, "u", u), (ls, "l", l)):
             if given is None and b.size and np.ptp(b) > 0:
                 raise ValueError(f"the similar/dissimilar margins of constraints differ between pairs; ITML "
                                  f"uses one bound per kind: pass {name}= explicitly")
         u = u if u is not None or us.size == 0 else float(us[0])
         l = l if l is not None or ls.size == 0 else float(ls[0])
-        return cls(X, S, D, u=u, l=l, gamma=gamma, prior=prior)
+        return cls(X, S, D, u=u, l=l, gamma=gamma, prior=prior, weight=weight)
 
-    # ------------------------------------------------------------------ evaluation
+    # ------------------------------------------------------------------ coordinates
     def _matrix(self, M) -> np.ndarray:
         return as_square_symmetric(M, "M", d=self.d)
 
+    def whiten(self, M) -> np.ndarray:
+        r""":math:`\tilde M = L^{-1} M L^{-\top}` (two triangular solves; symmetric)."""
+        L = self.prior_factor
+        A = solve_triangular(L, np.asarray(M, dtype=np.float64), lower=True)
+        P = solve_triangular(L, A.T, lower=True)
+        return 0.5 * (P + P.T)
+
+    def unwhiten(self, P) -> np.ndarray:
+        r""":math:`M = L \tilde M L^\top`, the inverse of :meth:`whiten`."""
+        L = self.prior_factor
+        M = L @ np.asarray(P, dtype=np.float64) @ L.T
+        return 0.5 * (M + M.T)
+
+    # ------------------------------------------------------------------ evaluation
     def distances(self, M) -> np.ndarray:
         r""":math:`D_M(c) = \langle M, C_c\rangle` for every pair, shape (m,)."""
         M = np.asarray(M, dtype=np.float64)
         return np.einsum("ij,ij->i", self.V @ M, self.V)
+
+    def whitened_distances(self, P) -> np.ndarray:
+        r""":math:`D_M(c) = w_c^\top \tilde M w_c` from the whitened matrix :math:`\tilde M`."""
+        P = np.asarray(P, dtype=np.float64)
+        return np.einsum("ij,ij->i", self.W @ P, self.W)
 
     def slack(self, M) -> np.ndarray:
         r"""Optimal slack at fixed M: :math:`\max(D_M, u)` on S, :math:`\min(D_M, l)` on D; shape (m,)."""
@@ -262,19 +447,28 @@ class ITMLModel:
         return np.concatenate([np.maximum(dist[:s], self.xi0[:s]), np.minimum(dist[s:], self.xi0[s:])])
 
     def slack_value(self, xi) -> float:
-        r""":math:`\gamma \sum_c h(\xi_c / \xi^0_c)` (``inf`` if some :math:`\xi_c \le 0`)."""
+        r""":math:`\sum_c \gamma_c h(\xi_c / \xi^0_c)` (``inf`` if some :math:`\xi_c \le 0`)."""
         xi = np.asarray(xi, dtype=np.float64)
         if np.any(xi <= 0):
             return np.inf
-        return self.gamma * float(np.sum(slack_term(xi / self.xi0)))
+        delta = (xi - self.xi0) / self.xi0          # xi/xi0 - 1 without rounding xi/xi0 first
+        return float(np.sum(self.gamma_pair * (delta - np.log1p(delta))))
+
+    def whitened_divergence(self, P) -> float:
+        r""":math:`D_{\ell d}(\tilde M, I) = \mathrm{tr}(\tilde M - I) - \log\det\tilde M` (``inf`` unless PD).
+
+        Through :math:`E = \tilde M - I` (:func:`_logdet_identity_plus`), so that a point near the
+        prior keeps the relative accuracy of its (small) divergence.
+        """
+        P = np.asarray(P, dtype=np.float64)
+        logdet, trace = _logdet_identity_plus(P - np.eye(self.d), P)
+        if not np.isfinite(logdet):
+            return np.inf
+        return trace - logdet
 
     def logdet_divergence(self, M) -> float:
-        r""":math:`D_{\ell d}(M, M_0)` (``inf`` unless M is positive definite)."""
-        M = np.asarray(M, dtype=np.float64)
-        sign, logdet = np.linalg.slogdet(M)
-        if sign <= 0 or not np.isfinite(logdet):
-            return np.inf
-        return float(np.vdot(M, self.M0_inv) - logdet + self.logdet_M0 - self.d)
+        r""":math:`D_{\ell d}(M, M_0)` (``inf`` unless M is positive definite), via :meth:`whiten`."""
+        return self.whitened_divergence(self.whiten(self._matrix(M)))
 
     def value(self, M) -> float:
         """The reduced objective :math:`F(M)` (slacks minimised in closed form)."""
@@ -284,22 +478,35 @@ class ITMLModel:
             return np.inf
         return ld + self.slack_value(self.slack(M))
 
+    def whitened_value(self, P) -> float:
+        r""":math:`F(L \tilde M L^\top)` computed from :math:`\tilde M` alone (no round trip)."""
+        ld = self.whitened_divergence(P)
+        if not np.isfinite(ld):
+            return np.inf
+        return ld + self.slack_value(self.slack_from_distances(self.whitened_distances(P)))
+
     def multipliers(self, M) -> np.ndarray:
-        r"""KKT multipliers implied by M: :math:`\lambda_c = s_c\gamma(1/\xi^0_c - 1/\xi_c(M)) \ge 0`."""
+        r"""KKT multipliers implied by M: :math:`\lambda_c = s_c\gamma_c(1/\xi^0_c - 1/\xi_c(M)) \ge 0`."""
         return self.multipliers_from_slack(self.slack(M))
 
     def multipliers_from_slack(self, xi) -> np.ndarray:
-        r""":math:`\lambda_c = s_c \gamma (1/\xi^0_c - 1/\xi_c)`, the slack-stationarity multipliers."""
-        return self.sign * self.gamma * (1.0 / self.xi0 - 1.0 / np.asarray(xi, dtype=np.float64))
+        r""":math:`\lambda_c = s_c \gamma_c (1/\xi^0_c - 1/\xi_c)`, the slack-stationarity multipliers."""
+        return self.sign * self.gamma_pair * (1.0 / self.xi0 - 1.0 / np.asarray(xi, dtype=np.float64))
 
     def slack_from_multipliers(self, lam) -> np.ndarray:
-        r"""The slack stationarity inverted: :math:`1/\xi_c = 1/\xi^0_c - s_c \lambda_c / \gamma`."""
-        return 1.0 / (1.0 / self.xi0 - self.sign * np.asarray(lam, dtype=np.float64) / self.gamma)
+        r"""The slack stationarity inverted: :math:`1/\xi_c = 1/\xi^0_c - s_c \lambda_c / \gamma_c`."""
+        return 1.0 / (1.0 / self.xi0 - self.sign * np.asarray(lam, dtype=np.float64) / self.gamma_pair)
 
     def weighted_sum(self, coef) -> np.ndarray:
         r""":math:`\sum_c a_c C_c` as a symmetric (d, d) matrix."""
         coef = np.asarray(coef, dtype=np.float64)
         G = (self.V * coef[:, None]).T @ self.V
+        return 0.5 * (G + G.T)
+
+    def whitened_sum(self, coef) -> np.ndarray:
+        r""":math:`\sum_c a_c w_c w_c^\top = L^\top (\sum_c a_c C_c) L` as a symmetric (d, d) matrix."""
+        coef = np.asarray(coef, dtype=np.float64)
+        G = (self.W * coef[:, None]).T @ self.W
         return 0.5 * (G + G.T)
 
     def gradient(self, M) -> np.ndarray:
@@ -309,23 +516,126 @@ class ITMLModel:
         return self.M0_inv - 0.5 * (Minv + Minv.T) + self.weighted_sum(self.sign * self.multipliers(M))
 
     def kkt_residual(self, M) -> float:
-        r"""Relative stationarity residual :math:`\|\nabla F(M)\|_F` of a positive definite M.
+        r"""Relative stationarity residual of a positive definite M, in whitened coordinates.
 
-        Normalised by :math:`\max(1, \|M_0^{-1}\|_F, \|M^{-1}\|_F, \|\sum_c s_c\lambda_c C_c\|_F)`;
-        ``inf`` when M is not positive definite (F is then infinite). Since F is smooth on the
-        open cone, this is the whole KKT system of the reduced problem.
+        The gradient congruent to whitened coordinates, :math:`L^\top \nabla F(M) L = I -
+        \tilde M^{-1} + K`, :math:`K = \sum_c s_c\lambda_c(M) w_c w_c^\top`, in Frobenius norm
+        divided by the largest of the three terms it balances, :math:`\max(\sqrt d,
+        \|\tilde M^{-1}\|_F, \|K\|_F)`. Invariant under :math:`X \to sX` (bounds times
+        :math:`s^2`) and under any congruence of the prior, so neither the data's scale nor a
+        prior's conditioning can hide a residual (dividing the raw gradient by
+        :math:`\|M_0^{-1}\|_F` hid a 114 % error with a prior of condition 1e11). ``inf`` when M
+        is not positive definite (F is then infinite). This is a diagnostic: the solver's
+        verdict rests on the certified gap (:meth:`dual_bound`).
         """
-        M = self._matrix(M)
+        return self.whitened_kkt_residual(self.whiten(self._matrix(M)))
+
+    def whitened_kkt_residual(self, P) -> float:
+        r""":meth:`kkt_residual` of :math:`M = L\tilde M L^\top` computed from :math:`\tilde M` alone."""
+        P = np.asarray(P, dtype=np.float64)
         try:
-            np.linalg.cholesky(M)
+            np.linalg.cholesky(P)
         except np.linalg.LinAlgError:
             return np.inf
-        Minv = np.linalg.inv(M)
-        Minv = 0.5 * (Minv + Minv.T)
-        G = self.weighted_sum(self.sign * self.multipliers(M))
-        R = self.M0_inv - Minv + G
-        scale = max(1.0, float(np.linalg.norm(self.M0_inv)), float(np.linalg.norm(Minv)), float(np.linalg.norm(G)))
+        Pinv = np.linalg.inv(P)
+        Pinv = 0.5 * (Pinv + Pinv.T)
+        xi = self.slack_from_distances(self.whitened_distances(P))
+        K = self.whitened_sum(self.sign * self.multipliers_from_slack(xi))
+        R = np.eye(self.d) - Pinv + K
+        scale = max(float(np.sqrt(self.d)), float(np.linalg.norm(Pinv)), float(np.linalg.norm(K)))
         return float(np.linalg.norm(R)) / scale
+
+    # ------------------------------------------------------------------ certificate
+    def dual_bound(self, lam) -> ITMLDualBound:
+        r"""A certified lower bound on :math:`F^*` from any multipliers (one per pair).
+
+        Parameters
+        ----------
+        lam : array_like, shape (m,)
+            Candidate multipliers of the pair constraints (similar pairs first), e.g. cvxpy's
+            duals or the Bregman solver's :math:`\lambda`. They need not be feasible.
+
+        Returns
+        -------
+        ITMLDualBound
+            The bound, the repaired multipliers and the scaling :math:`\theta`.
+
+        Notes
+        -----
+        The Lagrangian of the program (module docstring) with multipliers :math:`\lambda \ge 0`,
+        :math:`B = M_0^{-1} + \sum_c s_c\lambda_c C_c`, minimised over :math:`M \succ 0`
+        (:math:`\min_M \mathrm{tr}(MB) - \log\det M = d + \log\det B`, needs :math:`B \succ 0`)
+        and over each :math:`\xi_c > 0` (:math:`\min_\xi \gamma_c h(\xi/\xi^0_c) - s_c\lambda_c\xi
+        = \gamma_c\log(1 - t_c)`, :math:`t_c = s_c\lambda_c\xi^0_c/\gamma_c`, needs
+        :math:`t_c < 1`) gives the dual function
+
+        .. math::
+            g(\lambda) = \log\det(I + K) + \sum_c \gamma_c \log(1 - t_c), \qquad
+            K = L^\top \Big(\sum_c s_c\lambda_c C_c\Big) L = \sum_c s_c\lambda_c w_c w_c^\top,
+
+        (:math:`\log\det(M_0 B) = \log\det(L^\top B L)`), and :math:`g(\lambda) \le F^*` for
+        every :math:`\lambda` in its domain (weak duality). Repair: clip
+        :math:`\lambda_+ = \max(\lambda, 0)`; along :math:`\theta\lambda_+`,
+        :math:`g(\theta) = \sum_i \log(1 + \theta\mu_i) + \sum_c\gamma_c\log(1 - \theta t_c)` with
+        :math:`\mu` the eigenvalues of :math:`K` is concave and its domain is an interval
+        :math:`[0, \theta_{\max})`; :math:`\theta \in [0, 1]` is chosen to maximise it (bisection on
+        :math:`g'`) with :math:`1 + \theta\mu_i \ge` :data:`DUAL_DOMAIN_MARGIN` and
+        :math:`1 - \theta t_c \ge` :data:`DUAL_DOMAIN_MARGIN`, so :math:`\theta\lambda_+` is
+        exactly dual feasible and the bound is :math:`g(\theta)`. :math:`\theta = 0` gives
+        :math:`g = 0 \le F^*`. Everything is evaluated in whitened coordinates, so the prior's
+        conditioning does not enter.
+        """
+        lam = np.asarray(lam, dtype=np.float64).reshape(-1)
+        if lam.shape != (self.m,):
+            raise ValueError(f"lam must have shape ({self.m},) (one multiplier per pair); got {lam.shape}")
+        if not np.all(np.isfinite(lam)):
+            raise ValueError("lam contains NaN or inf; pass finite multipliers")
+        lam = np.maximum(lam, 0.0)
+        mu = np.linalg.eigvalsh(self.whitened_sum(self.sign * lam))
+        t = self.sign * lam * self.xi0 / self.gamma_pair
+        g_c = self.gamma_pair
+        theta_max = 1.0
+        if mu[0] < 0:
+            theta_max = min(theta_max, (1.0 - DUAL_DOMAIN_MARGIN) / -mu[0])
+        if t.size and t.max() > 0:
+            theta_max = min(theta_max, (1.0 - DUAL_DOMAIN_MARGIN) / float(t.max()))
+
+        def g(th: float) -> float:
+            return float(np.sum(np.log1p(th * mu)) + np.sum(g_c * np.log1p(-th * t)))
+
+        def dg(th: float) -> float:
+            return float(np.sum(mu / (1.0 + th * mu)) - np.sum(g_c * t / (1.0 - th * t)))
+
+        if dg(theta_max) >= 0.0:
+            theta = theta_max
+        elif dg(0.0) <= 0.0:
+            theta = 0.0
+        else:
+            lo, hi = 0.0, theta_max
+            for _ in range(100):          # g' is decreasing: bisect its root
+                mid = 0.5 * (lo + hi)
+                if dg(mid) > 0.0:
+                    lo = mid
+                else:
+                    hi = mid
+                if hi - lo <= 1e-15 * hi:
+                    break
+            theta = lo
+        value = self._dual_value(theta * lam)
+        if not value >= 0.0:              # g(0) = 0 is always a valid bound
+            theta, value = 0.0, 0.0
+        return ITMLDualBound(value=value, multipliers=theta * lam, theta=float(theta))
+
+    def _dual_value(self, lam: np.ndarray) -> float:
+        r""":math:`g(\lambda)` at dual-feasible multipliers (``-inf`` outside the domain).
+
+        :math:`\log\det(I + K)` by :func:`_logdet_identity_plus`: from the eigenvalues of
+        :math:`K` alone they overstated the bound by 2e-9 absolute for an ill-conditioned
+        :math:`I + K` (a prior of condition 1e11), more than the gap being certified.
+        """
+        logdet, _ = _logdet_identity_plus(self.whitened_sum(self.sign * lam))
+        t = self.sign * lam * self.xi0 / self.gamma_pair
+        return float(logdet + np.sum(self.gamma_pair * np.log1p(-t)))
 
     def svec_matrices(self) -> tuple[np.ndarray, np.ndarray]:
         r"""Rows :math:`a_c` with :math:`D_M(c) = a_c\cdot\mathrm{svec}(M)`: (similar, dissimilar)."""
@@ -339,22 +649,27 @@ class ITMLModel:
                 f"u={self.u:.4g}, l={self.l:.4g}, gamma={self.gamma:.4g})")
 
 
-def itml_model(X, pairs=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None) -> ITMLModel:
+def itml_model(X, pairs=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None,
+               weight=None) -> ITMLModel:
     """Build an :class:`ITMLModel` from a pairwise ConstraintSet or from explicit pair arrays.
 
     Parameters
     ----------
     X : array_like, shape (n, d)
     pairs : ConstraintSet or array_like of int, shape (p, 2)
-        Either a ConstraintSet of similar/dissimilar pairs (its margins give u and l, see
-        :meth:`ITMLModel.from_constraints`; then ``dissimilar`` must be None) or the similar pairs.
+        Either a ConstraintSet of similar/dissimilar pairs (its margins give u and l and its
+        weights the per-pair weights, see :meth:`ITMLModel.from_constraints`; then ``dissimilar``
+        and ``weight`` must be None) or the similar pairs.
     dissimilar : array_like of int, shape (q, 2), optional
         The dissimilar pairs (explicit-array form).
-    u, l, gamma, prior
+    u, l, gamma, prior, weight
         See :class:`ITMLModel`.
     """
     if isinstance(pairs, ConstraintSet):
         if dissimilar is not None:
             raise ValueError("pass either a ConstraintSet or explicit (similar, dissimilar) arrays, not both")
+        if weight is not None:
+            raise ValueError("a ConstraintSet carries its own weights; pass weight= only with explicit pair "
+                             "arrays (or build the set with ConstraintSet.from_pairs(..., weight=w))")
         return ITMLModel.from_constraints(X, pairs, u=u, l=l, gamma=gamma, prior=prior)
-    return ITMLModel(X, pairs, dissimilar, u=u, l=l, gamma=gamma, prior=prior)
+    return ITMLModel(X, pairs, dissimilar, u=u, l=l, gamma=gamma, prior=prior, weight=weight)

@@ -33,6 +33,11 @@ __all__ = ["SolverResult", "ConvergenceWarning", "make_result", "warn_not_conver
 #: The optimality measures a solver may certify its answer with (see the module docstring).
 MEASURES = ("certified_gap", "kkt_residual")
 
+#: A certified gap below -WRONG_CERTIFICATE_RTOL means the lower bound exceeds the value of the
+#: returned point by more than the round-off of evaluating both: a wrong certificate (or an
+#: infeasible point), never a converged result.
+WRONG_CERTIFICATE_RTOL = 1e-9
+
 #: Why a solver stopped when it is not converged (``status``); a converged result has status
 #: ``"converged"``.
 STOP_REASONS = ("max_iter", "time_limit", "stalled", "inner_not_converged", "not_certified")
@@ -161,8 +166,13 @@ def make_result(solver: str, *, objective: float, measure: str, tol: float, stop
     if measure_value is None:
         raise ValueError(f"measure {measure!r} needs measure_value")
     measure_value = float(measure_value)
-    converged = bool(math.isfinite(measure_value) and measure_value <= tol)
+    wrong = gap is not None and gap < -WRONG_CERTIFICATE_RTOL
+    converged = bool(math.isfinite(measure_value) and measure_value <= tol and not wrong)
     status = "converged" if converged else (stop_reason if stop_reason != "converged" else "not_certified")
+    if wrong:
+        status = "not_certified"
+        detail = (f"the lower bound {lower_bound:.6g} exceeds the objective {objective:.6g}: a wrong certificate "
+                  f"or an infeasible point") + (f"; {detail}" if detail else "")
     words = f"{measure.replace('_', ' ')} {measure_value:.3g} {'<=' if converged else '>'} tol {tol:.3g}"
     if converged:
         message = f"{solver}: converged after {n_iter} iterations ({words})"

@@ -76,3 +76,13 @@ def test_ladder_certifies_by_interval_and_climbs_on_failure():
     truth2 = solve_certified(form, 1e-6, ladder=broken)
     assert truth2.certified and truth2.rung != "broken" and truth2.attempts[0].rung == "broken"
     assert truth2.bounds.upper == pytest.approx(truth.bounds.upper, rel=1e-6)
+
+
+def test_a_bound_above_the_objective_is_never_converged():
+    with pytest.warns(ConvergenceWarning, match="wrong certificate"):
+        r = make_result("toy", objective=1.0, lower_bound=1.1, measure="certified_gap", tol=1e-6,
+                        stop_reason="stalled")
+    assert not r.converged and r.status == "not_certified"
+    r = make_result("toy", objective=1.0, lower_bound=1.0 + 1e-13, measure="certified_gap", tol=1e-6,
+                    stop_reason="stalled")   # round-off
+    assert r.converged

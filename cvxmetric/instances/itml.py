@@ -27,7 +27,7 @@ def itml_pairs(X, y, *, n_similar: int, n_dissimilar: int, seed) -> ConstraintSe
     """Labelled pairs with ITML's default bounds (squared-length percentiles) as margins.
 
     Pairs joining duplicate points (iris has two identical rows, 101 and 142) are dropped: ITML
-    rejects zero-length pairs (see :class:`cvxmetric.itml.ITMLModel`).
+    rejects zero-length pairs (the relative test :func:`cvxmetric._checks.zero_length_mask`).
     """
     raw = pairs_from_labels(y, n_similar=n_similar, n_dissimilar=n_dissimilar, u=0.0, l=0.0, seed=seed)
     X = np.asarray(X, dtype=np.float64)
