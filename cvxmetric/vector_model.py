@@ -122,6 +122,17 @@ class VectorModel:
         r"""Certified lower bound :math:`\ell(\Pi_{\mathcal{C}}(\omega)) \le p^*` (module docstring)."""
         return self.value(self.project(omega)) - self.suboptimality_bound(omega)
 
+    def dual_value(self, alpha) -> float:
+        r"""Lagrangian dual function :math:`D(\alpha) \le p^*` at the multipliers clipped into their box :math:`[0, c]`.
+
+        :math:`D(\alpha) = \alpha^\top(\beta + h) - h\sum_c \alpha_c^2 / c_c - \tfrac12\|\Pi_{\mathcal{C}}(G^\top\alpha)\|^2`
+        (module docstring); terms with :math:`c_c = 0` take :math:`\alpha_c = 0`.
+        """
+        alpha = np.clip(np.asarray(alpha, dtype=np.float64).reshape(-1), 0.0, self.coef)
+        pos = self.coef > 0
+        u = self.project(self.G.T @ alpha)
+        return float(alpha @ (self.beta + self.h) - self.h * np.sum(alpha[pos] ** 2 / self.coef[pos]) - 0.5 * (u @ u))
+
     def bounds(self, omega: np.ndarray) -> Bounds:
         r"""The certified interval ``[lower_bound(w), value(w)]`` at :math:`w = \Pi_{\mathcal{C}}(\omega)`."""
         w = self.project(omega)
