@@ -113,7 +113,7 @@ def projected_newton(vm: VectorModel, *, w0=None, max_iter: int = 200, tol: floa
         if n_iter >= max_iter:
             break
         p, free = _direction(vm, w, g)
-        step = _line_search(vm, w, f, g, p, free)
+        step = _line_search(vm, w, g, p, free)
         if step is None:
             stop = "stalled"
             break
@@ -159,7 +159,7 @@ def _solve_scaled(H: np.ndarray, b: np.ndarray) -> np.ndarray:
         return b * s * s
 
 
-def _line_search(vm: VectorModel, w, f, g, p, free):
+def _line_search(vm: VectorModel, w, g, p, free):
     """Armijo backtracking along the projection arc; ``(w_new, f_new)`` or None when stalled."""
     bound = ~free
     slope_free = float(g[free] @ p[free])
@@ -175,7 +175,7 @@ def _line_search(vm: VectorModel, w, f, g, p, free):
         if not np.isfinite(change):
             t *= BACKTRACK_MIN
             continue
-        # quadratic model phi(s) = f - s * (decrease / t) + kappa s^2 through phi(t) = f + change
+        # quadratic model phi(s) = F - s * (decrease / t) + kappa s^2 through phi(t) = F + change
         slope = decrease / t
         kappa = (change + decrease) / t ** 2
         t_next = slope / (2.0 * kappa) if kappa > 0 else BACKTRACK_MAX * t

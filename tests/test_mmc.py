@@ -251,6 +251,15 @@ def test_invariance_under_linear_maps_of_X(scaling):
     assert truth.certified and truth.rung == "normalized/clarabel"
     assert truth.bounds.contains(res.objective, rtol=res.tol)
     assert res.lower_bound <= truth.bounds.upper * (1 + 1e-12)
+    # the unpreconditioned ascent: the same certified answer, or a warned non-convergence
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raw = solve_mmc(inst.X * S, inst.constraints, whiten=False, max_iter=300)
+    if raw.converged:
+        assert truth.bounds.contains(raw.objective, rtol=raw.tol)
+    else:
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        assert raw.lower_bound <= truth.bounds.upper * (1 + 1e-12)
 
 
 def test_degeneracy_and_zero_length_tests_are_relative():

@@ -52,7 +52,8 @@ def test_newton_certified_on_scaled_features(name, scale):
     assert truth.bounds.contains(f_fast, rtol=ROUNDOFF_RTOL)
     assert res.lower_bound <= truth.bounds.upper * (1 + ROUNDOFF_RTOL)
     assert truth.bounds.lower <= res.objective * (1 + ROUNDOFF_RTOL)
-    assert np.all(np.diff(res.history) <= 0)   # Armijo never accepts an increase
+    # Armijo never accepts an increase (measured from the step; the recorded values of F carry round-off)
+    assert np.all(np.diff(res.history) <= 1e-14 * np.abs(res.history[:-1]))
     assert vector_kkt(form.model, res.w) <= 1e-6
     assert max(vector_kkt_truth(truth.formulation, truth.solution).values()) <= 1e-5
 
@@ -64,11 +65,11 @@ def test_not_converged_is_reported_and_warned():
         res = projected_newton(vm, max_iter=2)
     assert not res.converged and res.status == "max_iter" and res.certified_gap > res.tol
     # the line search never accepts an increase: along an ascent direction it stalls at once
-    w, f = res.w, res.objective
+    w = res.w
     g = vm.gradient(w)
     p, free = _direction(vm, w, g)
-    assert _line_search(vm, w, f, g, p, free) is not None
-    assert _line_search(vm, w, f, g, -p, free) is None
+    assert _line_search(vm, w, g, p, free) is not None
+    assert _line_search(vm, w, g, -p, free) is None
 
 
 def test_certificate_is_a_lower_bound_and_tight_at_the_optimum():
