@@ -22,25 +22,62 @@ rescaling is feasible and it is :math:`+\infty`. In one formula:
 rescaling) is :meth:`MMCModel.scale_free_value`; it is how an M of arbitrary scale (e.g.
 metric-learn's) is compared.
 
-Certificate: :math:`g` is concave, so for :math:`M \in K = \{M \succeq 0, \langle M, C_S\rangle \le 1\}`
-with :math:`G = \nabla g(M)`, :math:`p^*_{\max} \le g(M) + \max_{M' \in K}\langle G, M' - M\rangle
-= g(M) - \langle G, M\rangle + \lambda_{\max}^+(G; C_S)` (the largest generalized eigenvalue of
-:math:`(G, C_S)` on the range of :math:`C_S`). Hence a certified lower bound on :math:`p^*_{\min}`.
+Certificate (scale-free): :math:`g` is concave, so for every :math:`M \succeq 0` with all dissimilar
+distances positive and :math:`G = \nabla g(M)`, :math:`g(M') \le g(M) + \langle G, M' - M\rangle` for all
+:math:`M'` (at *any* scale of M, not only on the feasible set). Over
+:math:`K = \{M' \succeq 0, \langle M', C_S\rangle \le 1\}` this gives
+:math:`p^*_{\max} \le g(M) - \langle G, M\rangle + \lambda(M)`, with
+:math:`\lambda(M) = \max_{M' \in K}\langle G, M'\rangle = \lambda_{\max}^+(B^\top G B)` (the largest
+generalized eigenvalue of :math:`(G, C_S)` on the range of :math:`C_S`, ``B = range_basis``). By
+homogeneity :math:`\langle G, M\rangle = g(M)/2`, :math:`g(tM) = \sqrt t\, g(M)` and
+:math:`\lambda(tM) = \lambda(M)/\sqrt t`; minimising the bound over the scale t gives
+
+.. math:: p^*_{\max} \le \sqrt{2\, g(M)\, \lambda(M)}, \qquad
+          p^*_{\min} \ge \ell(M) = \frac{1}{2\, g(M)\, \lambda(M)} ,
+
+a function of the ray of M only (:meth:`MMCModel.lower_bound`). It is the Lagrangian dual bound of
+the min form, :math:`\max_{\nu \ge 0}\ \nu - \nu^2 (p^*_{\max})^2 / 4 = 1 / (p^*_{\max})^2`, with
+:math:`p^*_{\max}` bounded as above; at an optimal M it is exact. The matching upper bound is the
+value at the tight rescaling :math:`f(M)/g(M)^2` (:meth:`MMCModel.make_feasible`), so both ends of the
+certified interval :meth:`MMCModel.bounds` and its relative gap
+:math:`1 - g(M) / (2 f(M) \lambda(M))` are invariant under :math:`M \to tM` and under invertible
+linear maps of the data.
+
+Relative tolerances (feature scales may span 1e-4..1e4): the range of :math:`C_S` and the "zero
+length" of a difference are decided after an exact column equilibration of the differences
+(each feature divided by a power of 2 near its largest absolute difference), so a per-feature
+rescaling of X never changes a verdict.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ._checks import as_data_matrix
+from ._checks import as_data_matrix, zero_length_mask
+from .certificates import Bounds
 from .constraints import ConstraintSet
-from .linalg import symmetrize
-from .tolerances import RANK_RTOL, ZERO_LENGTH_TOL
+from .linalg import project_psd, symmetrize
 
-__all__ = ["MMCModel", "mmc_model", "min_form_value", "SPAN_RTOL"]
+__all__ = ["MMCModel", "mmc_model", "min_form_value", "power_of_two", "SPAN_RTOL", "RANGE_RTOL"]
 
-#: A dissimilar difference counts as inside the range of C_S when its component outside it is at
-#: most SPAN_RTOL times its length (the range keeps eigenvalues above RANK_RTOL * lambda_max).
+#: A dissimilar difference counts as inside the range of C_S when its component outside that range
+#: is at most SPAN_RTOL times its length (both in equilibrated coordinates). A difference that is
+#: genuinely outside makes the problem degenerate (objective 0 along it); round-off of a
+#: difference inside the range is ~1e-16 * cond, far below.
 SPAN_RTOL = 1e-6
+
+#: Singular values of the equilibrated, weighted similar differences at or below
+#: RANGE_RTOL * max(p, d) * sigma_max are numerically zero (numpy.linalg.matrix_rank's rule with
+#: a margin of 100 over machine epsilon): the range of C_S is spanned by the rest. Thresholding the
+#: eigenvalues of C_S itself (squares of these) at a relative 1e-6 dropped genuine directions of
+#: data whose feature scales differ by 1e3, and then called the problem "degenerate".
+RANGE_RTOL = 100 * np.finfo(np.float64).eps
+
+#: A dissimilar distance D_M(p) at or below this fraction of the largest one counts as 0 when a
+#: certificate is evaluated at an arbitrary point (g is not differentiable there): the point is
+#: then moved by this fraction towards the default start before the bound is computed.
+CERT_MIX = 1e-9
 
 
 def min_form_value(f: float, g: float) -> float:
@@ -53,6 +90,17 @@ def min_form_value(f: float, g: float) -> float:
     return float(f) / min(1.0, float(g)) ** 2
 
 
+def power_of_two(x) -> np.ndarray:
+    """The powers of 2 nearest to positive ``x`` (1 where ``x`` is 0 or not finite).
+
+    Scaling by a power of 2 is exact in floating point, so a problem rescaled by them is *exactly*
+    the same problem (used for equilibration and normalized twins).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    ok = np.isfinite(x) & (x > 0)
+    return np.where(ok, np.exp2(np.round(np.log2(np.where(ok, x, 1.0)))), 1.0)
+
+
 class MMCModel:
     r"""Similar and dissimilar pairs of an MMC problem on a data matrix.
 
@@ -62,7 +110,8 @@ class MMCModel:
     constraints : ConstraintSet
         Pairs only: similar pairs (``k == l`` rows) form :math:`S`, dissimilar pairs (``i == j``)
         form :math:`D`. Their bounds are ignored (MMC has none); weights :math:`w_p` multiply the
-        terms. Dissimilar pairs of zero length (which contribute 0) are dropped.
+        terms. Dissimilar pairs of zero length (:func:`cvxmetric._checks.zero_length_mask`; they
+        contribute 0) are dropped.
 
     Attributes
     ----------
@@ -72,9 +121,13 @@ class MMCModel:
         Dissimilar differences, with weights ``wD``.
     CS : ndarray, shape (d, d)
         :math:`C_S = \sum_S w_p C_p`.
+    feature_scale : ndarray, shape (d,)
+        The powers of 2 the features are divided by for the rank and length tests (exact).
     range_basis : ndarray, shape (d, r)
-        :math:`Q_r \Lambda_r^{-1/2}` of the eigenpairs of :math:`C_S` above ``RANK_RTOL * lambda_max``:
-        :math:`\max_{M \in K}\langle G, M\rangle = \lambda_{\max}^+(B^\top G B)` with ``B = range_basis``.
+        ``B`` with :math:`B^\top C_S B = I_r` and range(B) = range(C_S):
+        :math:`\max_{M \succeq 0, \langle M, C_S\rangle \le 1}\langle G, M\rangle = \lambda_{\max}^+(B^\top G B)`
+        for G with range in range(C_S). Computed from the SVD of the equilibrated, weighted similar
+        differences (never from the eigenvalues of :math:`C_S`, which square the conditioning).
 
     Raises
     ------
@@ -103,27 +156,34 @@ class MMCModel:
         self.US = X[idx[sim, 0]] - X[idx[sim, 1]]
         self.wS = w[sim]
         UD = X[idx[dis, 2]] - X[idx[dis, 3]]
-        keep = np.einsum("ij,ij->i", UD, UD) > ZERO_LENGTH_TOL
+        # exact (power-of-2) column equilibration: every test below is invariant under per-feature scaling
+        self.feature_scale = power_of_two(np.max(np.abs(np.vstack([self.US, UD])), axis=0))
+        US_eq, UD_eq = self.US / self.feature_scale, UD / self.feature_scale
+        keep = ~zero_length_mask(UD, X)   # the project's one duplicate-point test
         self.UD, self.wD = UD[keep], w[dis][keep]
+        UD_eq = UD_eq[keep]
+        lengths = np.linalg.norm(UD_eq, axis=1)
         if self.UD.shape[0] == 0 or not np.any(self.wD > 0):
             raise ValueError("MMC needs at least one dissimilar pair of distinct points with positive weight")
         self.CS = symmetrize((self.US * self.wS[:, None]).T @ self.US)
-        lam, Q = np.linalg.eigh(self.CS)
-        keep = lam > RANK_RTOL * max(float(lam[-1]), 0.0)
-        if not np.any(keep):
-            raise ValueError("the similar pairs all have zero length: C_S = 0 and MMC is unbounded")
-        Qr = Q[:, keep]
-        out = self.UD - (self.UD @ Qr) @ Qr.T
-        ratio = np.linalg.norm(out, axis=1) / np.linalg.norm(self.UD, axis=1)
+        A = US_eq * np.sqrt(np.maximum(self.wS, 0.0))[:, None]
+        _, sig, Vt = np.linalg.svd(A, full_matrices=False)
+        rank = int(np.sum(sig > RANGE_RTOL * max(A.shape) * (sig[0] if sig.size else 0.0)))
+        if rank == 0:
+            raise ValueError("the similar pairs all have zero length (or weight): C_S = 0 and MMC is unbounded")
+        Vr = Vt[:rank].T
+        out = UD_eq - (UD_eq @ Vr) @ Vr.T
+        ratio = np.linalg.norm(out, axis=1) / lengths
         if np.any(ratio > SPAN_RTOL):
             q = int(np.argmax(ratio))
             raise ValueError(
                 f"MMC is degenerate: dissimilar pair {q} has a difference outside the span of the similar "
-                "pairs' differences, so M = t v v^T (C_S v = 0) reaches objective 0; add similar pairs "
-                "that span the data (or reduce the dimension first)"
+                f"pairs' differences (relative component {ratio[q]:.2g} outside), so M = t v v^T (C_S v = 0) "
+                "reaches objective 0; add similar pairs that span the data (or reduce the dimension first)"
             )
-        self.range_projector = Qr @ Qr.T
-        self.range_basis = Qr / np.sqrt(lam[keep])
+        # C_S = Dinv A^T A Dinv with Dinv = diag(1/feature_scale): B = Dinv V_r Sigma_r^{-1}
+        self.range_basis = (Vr / sig[:rank]) / self.feature_scale[:, None]
+        self.rank = rank
 
     # ------------------------------------------------------------------ values
     def similar_sum(self, M) -> float:
@@ -155,6 +215,36 @@ class MMCModel:
             raise ValueError("g(M) = 0: no rescaling of M satisfies the dissimilar constraint")
         return np.asarray(M, dtype=np.float64) / g ** 2
 
+    def psd_part(self, M) -> np.ndarray:
+        r"""A PSD matrix near symmetric M, computed in equilibrated coordinates:
+        :math:`F^{-1}\Pi_{\mathbb{S}_+}(F M F)F^{-1}`, ``F = diag(feature_scale)`` (exact powers of 2).
+
+        The identity on PSD matrices up to round-off *relative to each entry's scale*; a plain
+        :func:`~cvxmetric.linalg.project_psd` of an M whose entries span 1e-8..1e8 (features scaled
+        1e-4..1e4) perturbs the small ones by 1e-16 times the largest, i.e. destroys them.
+        """
+        F = self.feature_scale
+        return project_psd(np.asarray(M, dtype=np.float64) * F[:, None] * F[None, :]) / F[:, None] / F[None, :]
+
+    def make_feasible(self, M) -> np.ndarray:
+        r"""Any symmetric M mapped onto the min form's boundary: :math:`P / g(P)^2`, P = :meth:`psd_part` (M).
+
+        The constraint :math:`g \ge 1` is then tight, so ``value(make_feasible(M))`` is
+        :meth:`scale_free_value` of the projected M: an M of any scale (too large and feasible, or
+        too small and infeasible) is scored by its ray. With :math:`g(P) = 0` no rescaling is
+        feasible and P is returned (its value is :math:`+\infty`).
+        """
+        P = self.psd_part(M)
+        g = self.dissimilar_sum(P)
+        return P / g ** 2 if g > 0 else P
+
+    def default_start(self) -> np.ndarray:
+        r""":math:`B B^\top / r` (``B = range_basis``): :math:`\langle M_0, C_S\rangle = 1`, positive definite on
+        range(C_S), so every dissimilar distance is positive; it transforms with the data under
+        linear maps (unlike the orthogonal projector on the range)."""
+        B = self.range_basis
+        return symmetrize(B @ B.T) / self.rank
+
     def gradient(self, M, distances: np.ndarray | None = None) -> np.ndarray:
         r""":math:`\nabla g(M) = \sum_D \frac{w_p}{2\sqrt{D_M(p)}} C_p` (requires every :math:`D_M(p) > 0`)."""
         D = self.dissimilar_distances(M) if distances is None else distances
@@ -169,9 +259,10 @@ class MMCModel:
         return max(0.0, float(np.linalg.eigvalsh(symmetrize(B.T @ G @ B))[-1]))
 
     def certificate(self, M) -> tuple[float, float]:
-        r"""``(g(M), upper)`` with ``upper`` :math:`\ge p^*_{\max}`, for M in the max-form feasible set.
+        r"""``(g(M), upper)`` with ``upper`` :math:`= \sqrt{2 g(M) \lambda(M)} \ge p^*_{\max}` (module docstring).
 
-        M is first scaled onto :math:`\langle M, C_S\rangle \le 1` when it lies outside.
+        Valid at any PSD M with positive dissimilar distances (``upper = inf`` otherwise); M is
+        scaled onto :math:`\langle M, C_S\rangle \le 1` first, so that ``g`` is a max-form value.
         """
         M = np.asarray(M, dtype=np.float64)
         f = self.similar_sum(M)
@@ -181,11 +272,39 @@ class MMCModel:
         g = float(self.wD @ np.sqrt(D))
         if np.any(D <= 0):
             return g, float("inf")
-        G = self.gradient(M, D)
-        return g, g - float(np.vdot(G, M)) + self.linear_max(G)
+        lam = self.linear_max(self.gradient(M, D))
+        return g, math.sqrt(2.0 * g * lam)
+
+    def ray_bound(self, g: float, G) -> float:
+        r""":math:`1 / (2 g \lambda)` from :math:`g = g(M)` and :math:`G = \nabla g(M)` at a PSD M (no projection)."""
+        lam = self.linear_max(G)
+        return 1.0 / (2.0 * g * lam) if g > 0 and lam > 0 else 0.0
+
+    def lower_bound(self, M) -> float:
+        r"""Certified lower bound :math:`\ell(M) = 1 / (2 g(M) \lambda(M)) \le p^*_{\min}` from any PSD M.
+
+        M is replaced by its :meth:`psd_part`; where a dissimilar distance is 0 (g not differentiable)
+        it is first moved by the fraction :data:`CERT_MIX` towards :meth:`default_start` (still a
+        valid point: the bound holds at every point). Returns 0 (a trivial bound) when no point
+        gives a finite one.
+        """
+        P = self.psd_part(M)
+        D = self.dissimilar_distances(P)
+        if np.any(D <= CERT_MIX * float(np.max(D, initial=0.0))):
+            f = self.similar_sum(P)
+            P = (1.0 - CERT_MIX) * P + CERT_MIX * (f if f > 0 else 1.0) * self.default_start()
+            D = self.dissimilar_distances(P)
+        if np.any(D <= 0):
+            return 0.0
+        return self.ray_bound(float(self.wD @ np.sqrt(D)), self.gradient(P, D))
+
+    def bounds(self, M) -> Bounds:
+        r"""The certified interval of M's ray: ``upper`` = :meth:`scale_free_value` (the value of
+        :meth:`make_feasible` (M)), ``lower`` = :meth:`lower_bound` (M)."""
+        P = self.psd_part(M)
+        return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))
 
 
 def mmc_model(X, constraints: ConstraintSet) -> MMCModel:
     """The :class:`MMCModel` of ``constraints`` on ``X`` (validated)."""
     return MMCModel(X, constraints)
-

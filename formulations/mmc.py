@@ -18,6 +18,27 @@ and at an infeasible one the objective at its smallest feasible rescaling :math:
 (:math:`+\infty` if :math:`g(M) = 0`); see :mod:`cvxmetric.mmc`. The two sums are evaluated by
 cvxpy expressions; the combination is :func:`cvxmetric.mmc.min_form_value`, shared with the fast
 solver.
+
+Certification hooks of the min form (:mod:`formulations.ladder`):
+
+* ``make_feasible`` = :meth:`cvxmetric.mmc.MMCModel.make_feasible`: the PSD part of the point
+  rescaled to make the constraint tight, :math:`P / g(P)^2`. Hence ``value_at(feasible_point(M))``
+  is :math:`f(P)/g(P)^2`, **scale-free**: an M of any scale (metric-learn's, whose scale is
+  arbitrary; an infeasible too-small M) is scored by its ray, never penalised for its scale.
+* ``dual_bound`` = :meth:`cvxmetric.mmc.MMCModel.lower_bound` at the solver's point:
+  :math:`p^*_{\min} \ge 1/(2 g(M)\lambda(M))`, :math:`\lambda(M) = \max_{M' \succeq 0, \langle M', C_S\rangle \le 1}
+  \langle \nabla g(M), M'\rangle`. It is the Lagrangian bound :math:`\max_\nu \nu - \nu^2 u^2/4 = 1/u^2` of the
+  min form with :math:`u = \sqrt{2 g \lambda}` the concavity bound on :math:`p^*_{\max}` at M (minimised
+  over the scale of M): dual feasible by construction, valid at any point, exact at the optimum.
+  The duals of "dissimilar" (:math:`\nu`) would only give :math:`\nu - \nu^2 u^2/4 \le 1/u^2`.
+* ``normalize``: the twin on :math:`X F^{-1}` (F = the model's power-of-2 feature scales) with
+  similar weights times :math:`a` and dissimilar weights times :math:`b` (powers of 2 nearest to
+  :math:`1/\sum w_S` and :math:`1/\sum w_D`); every scaling is a power of 2, so the twin is exactly
+  the same problem: a twin point P maps back to :math:`M = b^2 F^{-1} P F^{-1}` and
+  ``value_at(M) = (b^2/a) * twin.value_at(P)``.
+
+The fast solver's certificate (:mod:`solvers.mmc`) is the same function, so ground truth and
+fast solver are held to one bound.
 """
 from __future__ import annotations
 
@@ -27,9 +48,9 @@ import numpy as np
 from cvxmetric._checks import as_square_symmetric
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.linalg import svec_outer
-from cvxmetric.mmc import MMCModel, min_form_value
+from cvxmetric.mmc import MMCModel, min_form_value, power_of_two
 
-from .base import Formulation, symmetric_parameter
+from .base import Formulation, Normalization, symmetric_parameter
 from .hinge import svec_expr, svec_weights
 
 __all__ = ["build_mmc", "build_mmc_max", "CLARABEL_TIGHT"]
@@ -75,9 +96,36 @@ def build_mmc(X, constraints: ConstraintSet) -> Formulation:
         g = float(model.wD @ np.sqrt(np.maximum(np.asarray(dist_expr.value, dtype=np.float64), 0.0)))
         return min_form_value(float(f_expr.value), g)
 
+    def dual_bound(solution) -> float | None:
+        if solution.point is None or not np.all(np.isfinite(solution.point)):
+            return None
+        return model.lower_bound(solution.point)
+
+    def normalize() -> Normalization:
+        return _normalize(X, constraints, model)
+
     return Formulation(method="mmc", problem=problem, variables={"M": M}, constraints=cons,
                        point_name="M", evaluate=evaluate, model=model, info={"form": "min"},
-                       solver_options={"CLARABEL": CLARABEL_TIGHT})
+                       solver_options={"CLARABEL": CLARABEL_TIGHT}, make_feasible=model.make_feasible,
+                       dual_bound=dual_bound, normalize=normalize)
+
+
+def _normalize(X, constraints: ConstraintSet, model: MMCModel) -> Normalization:
+    """The exactly rescaled twin of the min form (module docstring, ``normalize``)."""
+    F = model.feature_scale
+    sim = constraints.is_similar
+    w = np.asarray(constraints.weight, dtype=np.float64)
+    a = float(power_of_two(1.0 / np.sum(model.wS)))
+    b = float(power_of_two(1.0 / np.sum(model.wD)))
+    twin = build_mmc(np.asarray(X, dtype=np.float64) / F, constraints.with_weight(np.where(sim, a * w, b * w)))
+    twin.normalize = None
+
+    def point_back(P):
+        return b * b * np.asarray(P, dtype=np.float64) / F[:, None] / F[None, :]
+
+    return Normalization(formulation=twin, point_back=point_back, value_scale=b * b / a,
+                         description=f"features / powers of 2 in [{F.min():.3g}, {F.max():.3g}], "
+                                     f"similar weights x {a:.3g}, dissimilar weights x {b:.3g}")
 
 
 def build_mmc_max(X, constraints: ConstraintSet) -> Formulation:

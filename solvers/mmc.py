@@ -27,11 +27,14 @@ onto :math:`\{N \succeq 0, \operatorname{tr} N \le 1\}` is still :math:`\Pi_{\ma
 many decades) the unwhitened ascent stalls at a 1e-2 certified gap after 5,000 iterations.
 ``whiten=False`` runs the ascent in the original coordinates.
 
-Stopping rule — a *certified* gap: concavity gives
-:math:`p^*_{\max} \le u(M) = g(M) - \langle \nabla g, M\rangle + \max_{K}\langle \nabla g, \cdot\rangle`
-(one generalized eigenvalue, :meth:`cvxmetric.mmc.MMCModel.certificate`), hence
-:math:`p^*_{\min} \ge 1/u^2`; the solver stops when the min-form objective is within ``tol``
-(relative) of that bound: :math:`f_{\min}\,u^2 - 1 \le \text{tol}`.
+Stopping rule — a *certified* gap (:mod:`cvxmetric.mmc`): at every PSD M, concavity and
+homogeneity of g give :math:`p^*_{\min} \ge \ell(M) = 1 / (2 g(M) \lambda(M))`
+(:meth:`cvxmetric.mmc.MMCModel.lower_bound`, one generalized eigenvalue), and the tight rescaling
+:math:`M / g(M)^2` has the min-form value :math:`f(M)/g(M)^2`. The solver stops when
+:func:`cvxmetric.certificates.relative_gap` of these two numbers is within ``tol``; the returned
+result is certified again from scratch in the original coordinates (``lower_bound``,
+``certified_gap``), and only that decides ``converged``. The bound and the value depend on the ray
+of M only, so the verdict is invariant under rescaling the data (and the point).
 """
 from __future__ import annotations
 
@@ -40,21 +43,25 @@ import time
 import numpy as np
 
 from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_positive
+from cvxmetric.certificates import relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.linalg import project_psd_halfspace
 from cvxmetric.mmc import MMCModel
 
-from .result import SolverResult, warn_not_converged
+from .result import SolverResult, make_result
 
 __all__ = ["solve_mmc", "mmc_ascent", "DEFAULT_TOL", "CHECK_EVERY"]
 
 #: Certified relative gap on the min-form objective at which the ascent stops (the harness
-#: requires 1e-3 against Clarabel; the certificate is an upper bound on the true gap).
+#: requires 1e-3 against the ground truth; the certificate is an upper bound on the true gap).
 DEFAULT_TOL = 1e-5
 #: Iterations between two certificates (each costs one eigendecomposition of size rank(C_S)).
 CHECK_EVERY = 5
-#: Smallest trial step relative to the first one before the line search gives up.
+#: Smallest trial step relative to the first one before the line search gives up (stop reason
+#: "stalled": the certificate then decides whether the point is good enough).
 MIN_STEP_RATIO = 1e-14
+#: Round-off slack of the sufficient-ascent test, relative to |g|.
+ASCENT_SLACK = 1e-15
 
 
 def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: int = 5000,
@@ -65,8 +72,7 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
     ----------
     model : MMCModel
     M0 : array_like, shape (d, d), optional
-        PSD start (projected onto K); default: the projector on range(C_S), scaled onto
-        :math:`\langle M, C_S\rangle = 1`.
+        PSD start (projected onto K); default :meth:`cvxmetric.mmc.MMCModel.default_start`.
     tol : float
         Certified relative gap of the min-form objective.
     max_iter : int
@@ -82,11 +88,14 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
     Returns
     -------
     SolverResult
-        ``M`` the min-form point :math:`M_{\max}/g^2`, ``objective`` its min-form value,
-        ``history`` the max-form value :math:`g` per iteration; ``info``: ``p_max`` (=
-        :math:`g(M_{\max})`), ``p_max_upper`` (certified upper bound), ``p_min_lower``
-        (:math:`1/u^2`, certified lower bound on :math:`p^*_{\min}`), ``certified_gap``,
-        ``M_max``, ``projections``, ``whiten``.
+        ``M`` the min-form point :math:`M_{\max}/g^2` (the constraint tight), ``objective`` its
+        min-form value, ``measure="certified_gap"``, ``lower_bound`` :math:`\ell(M)` (a certified
+        lower bound on :math:`p^*_{\min}`), ``certified_gap`` their relative gap, ``multipliers``
+        the dissimilar constraint's :math:`\nu = 2 f(M_{\min})` (exact at the optimum, by homogeneity),
+        ``history`` the max-form value :math:`g` per iteration; ``info``: ``p_max`` (max-form
+        value of the ray, :math:`g/\sqrt f`), ``p_max_upper`` (certified upper bound
+        :math:`1/\sqrt{\ell}`), ``p_min_lower`` (= ``lower_bound``), ``M_max``, ``projections``,
+        ``whiten``.
     """
     if not isinstance(model, MMCModel):
         raise TypeError(f"model must be an MMCModel; got {type(model).__name__}")
@@ -108,30 +117,29 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
         M = 0.5 * (M + M.T)
     else:
         M, info = _ascent(model, M0, tol, max_iter, check_every, callback)
-    # the certificate of the returned point, in the original coordinates
-    g, upper = model.certificate(M)
-    f_max = model.similar_sum(M)
-    gap = (f_max / g ** 2) * upper ** 2 - 1.0
-    converged = gap <= tol
-    M_min = M / g ** 2
+    # the certificate of the returned point, from scratch in the original coordinates
+    M_min = model.make_feasible(M)
     objective = model.value(M_min)
-    elapsed = time.perf_counter() - t_start
-    if not converged:
-        warn_not_converged("mmc-ascent", info["n_iter"], f"certified gap {gap:.3g} > tol {tol:.3g}")
-    return SolverResult(solver="mmc-ascent", M=M_min, w=None, objective=float(objective), n_iter=info["n_iter"],
-                        converged=converged, history=info["history"], time=elapsed,
-                        info={"p_max": g, "p_max_upper": float(upper), "p_min_lower": 1.0 / upper ** 2,
-                              "certified_gap": float(gap), "M_max": M, "projections": info["projections"],
-                              "f_max_form": f_max, "whiten": whiten})
+    lower = model.lower_bound(M_min)
+    f_max = model.similar_sum(M)
+    p_max = model.dissimilar_sum(M) / np.sqrt(f_max) if f_max > 0 else 0.0
+    return make_result(
+        "mmc-ascent", objective=objective, measure="certified_gap", tol=tol, stop_reason=info["stop"],
+        M=M_min, lower_bound=lower, multipliers=np.array([2.0 * model.similar_sum(M_min)]),
+        n_iter=info["n_iter"], history=info["history"], time=time.perf_counter() - t_start,
+        info={"p_max": float(p_max), "p_max_upper": 1.0 / np.sqrt(lower) if lower > 0 else np.inf,
+              "p_min_lower": float(lower), "M_max": M, "projections": info["projections"],
+              "f_max_form": f_max, "whiten": whiten})
 
 
 def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
-    """The projected gradient ascent of :func:`mmc_ascent` in the model's own coordinates."""
+    """The projected gradient ascent of :func:`mmc_ascent` in the model's own coordinates.
+
+    Returns the last iterate and a dict with ``stop`` ("converged" when the certificate held at a
+    check, "stalled" when the line search found no ascent, else "max_iter").
+    """
     CS = model.CS
-    if M0 is None:
-        M = model.range_projector / model.similar_sum(model.range_projector)
-    else:
-        M = project_psd_halfspace(M0, CS)
+    M = model.default_start() if M0 is None else project_psd_halfspace(M0, CS)
     D = model.dissimilar_distances(M)
     if np.any(D <= 0):
         q = int(np.argmax(D <= 0))
@@ -150,14 +158,13 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
     t_first = t
     history = [g]
     n_iter, projections = 0, 0
-
-    def certified_gap(M, g, G):
-        u = g - float(np.vdot(G, M)) + model.linear_max(G)
-        return model.similar_sum(M) / g ** 2 * u ** 2 - 1.0
+    stop = "max_iter"
 
     while n_iter < max_iter:
-        if n_iter % check_every == 0 and certified_gap(M, g, G) <= tol:
-            break
+        if n_iter % check_every == 0:
+            if relative_gap(model.similar_sum(M) / g ** 2, model.ray_bound(g, G)) <= tol:
+                stop = "converged"
+                break
         while True:
             Mn = project_psd_halfspace(M + t * G, CS)
             projections += 1
@@ -165,12 +172,13 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
             gn = float(model.wD @ np.sqrt(Dn))
             S = Mn - M
             ss = float(np.vdot(S, S))
-            if np.all(Dn > 0) and gn >= g + float(np.vdot(G, S)) - ss / (2.0 * t) - 1e-15 * abs(g):
+            if np.all(Dn > 0) and gn >= g + float(np.vdot(G, S)) - ss / (2.0 * t) - ASCENT_SLACK * abs(g):
                 break
             t *= 0.5
             if t < MIN_STEP_RATIO * t_first:
                 break
         if t < MIN_STEP_RATIO * t_first or ss == 0.0:
+            stop = "stalled"
             break
         Gn = model.gradient(Mn, Dn)
         Y = Gn - G
@@ -181,7 +189,7 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
         history.append(g)
         if callback is not None:
             callback(n_iter, M, g)
-    return M, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections}
+    return M, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections, "stop": stop}
 
 
 def solve_mmc(X, constraints: ConstraintSet, **options) -> SolverResult:

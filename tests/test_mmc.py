@@ -1,20 +1,23 @@
 """MMC: min-form ground truth vs the max-form ascent, the exact projection, the scale identity, bad input."""
+import warnings
 from functools import lru_cache
 
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.instances.mmc import mmc_pairs
 from cvxmetric.linalg import project_psd_halfspace, random_psd
 from cvxmetric.mmc import MMCModel, min_form_value
+from formulations.ladder import solve_certified
 from formulations.mmc import build_mmc, build_mmc_max
-from solvers.mmc import solve_mmc
+from solvers.mmc import mmc_ascent, solve_mmc
 from verification.methods.mmc import mmc_kkt_fast, mmc_kkt_truth
 from verification.tolerances import (GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL,
                                      MMC_SCALE_IDENTITY_RTOL, VALUE_AT_RTOL)
@@ -218,3 +221,128 @@ def test_bad_solver_options():
         build_mmc(X, cons).value_at(np.eye(3))
     with pytest.raises(TypeError, match="whiten"):
         solve_mmc(X, cons, whiten="yes")
+
+
+# ----------------------------------------------------------------------------- certificates and scale (issue 8)
+#: The ground truth is certified to this relative width in these tests.
+TRUTH_RTOL = 1e-6
+#: Two certified answers of the same problem (each within its own certified gap) agree to this.
+AGREEMENT_RTOL = 1e-4
+
+
+def _feature_scalings(d):
+    return {"x1e-3": np.full(d, 1e-3), "x1e3": np.full(d, 1e3), "features 1e-4..1e4": np.logspace(-4, 4, d)}
+
+
+@pytest.mark.parametrize("scaling", ["x1e-3", "x1e3", "features 1e-4..1e4"])
+def test_invariance_under_linear_maps_of_X(scaling):
+    """MMC is invariant under X -> X S: the solver and the certified ground truth give the same
+    certified answer (no false "degenerate" rejection when feature scales span 1e-4..1e4)."""
+    inst = get_instance("mmc", "wine")
+    S = _feature_scalings(inst.d)[scaling]
+    base = solve_mmc(inst.X, inst.constraints)
+    res = solve_mmc(inst.X * S, inst.constraints)
+    assert res.converged and res.measure == "certified_gap" and res.certified_gap <= res.tol
+    assert abs(relative_difference(res.objective, base.objective)) <= AGREEMENT_RTOL
+    form0 = build_mmc(inst.X, inst.constraints)
+    M_back = S[:, None] * res.M * S[None, :]        # the scaled problem's point in original coordinates
+    assert abs(relative_difference(form0.value_at(form0.feasible_point(M_back)), base.objective)) <= AGREEMENT_RTOL
+    truth = solve_certified(build_mmc(inst.X * S, inst.constraints), TRUTH_RTOL)
+    assert truth.certified and truth.rung == "normalized/clarabel"
+    assert truth.bounds.contains(res.objective, rtol=res.tol)
+    assert res.lower_bound <= truth.bounds.upper * (1 + 1e-12)
+    # the unpreconditioned ascent: the same certified answer, or a warned non-convergence
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        raw = solve_mmc(inst.X * S, inst.constraints, whiten=False, max_iter=300)
+    if raw.converged:
+        assert truth.bounds.contains(raw.objective, rtol=raw.tol)
+    else:
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        assert raw.lower_bound <= truth.bounds.upper * (1 + 1e-12)
+
+
+def test_degeneracy_and_zero_length_tests_are_relative():
+    """Per-feature scales 1e-4..1e4 and X * 1e-6 are accepted (and give the same model); a genuinely
+    degenerate set is still rejected whatever the scale."""
+    inst = get_instance("mmc", "iris")
+    ref = MMCModel(inst.X, inst.constraints)
+    for S in (np.logspace(-4, 4, inst.d), np.full(inst.d, 1e-6), np.full(inst.d, 1e6)):
+        model = MMCModel(inst.X * S, inst.constraints)
+        assert model.rank == ref.rank and len(model.wD) == len(ref.wD)
+    X, y = _blobs(0)
+    dis = ConstraintSet.from_pairs([[0, 20]], similar=False, bound=1.0)
+    sim = ConstraintSet.from_pairs([[0, 1]], similar=True, bound=1.0)
+    for s in (1e-6, 1.0, 1e6):
+        with pytest.raises(ValueError, match="degenerate"):
+            MMCModel(X * s, sim + dis)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.5, 1.0, 1e3])
+def test_scoring_an_outside_matrix_is_scale_free(scale):
+    """--check-matrix: a correct M of any scale (metric-learn's scale is arbitrary), feasible or not,
+    scores p* after feasible_point (the tight rescaling M / g(M)^2)."""
+    inst = get_instance("mmc", "iris")
+    form, sol = _truth("iris")
+    truth = solve_certified(form, TRUTH_RTOL)
+    M = scale * truth.point
+    P = form.feasible_point(M)
+    assert abs(form.model.dissimilar_sum(P) - 1.0) <= 1e-12      # the constraint is tight
+    assert abs(relative_difference(form.value_at(P), truth.bounds.upper)) <= 1e-9
+    assert form.model.bounds(M).gap <= 1e-5                        # kkt_fast of the harness: scale-free
+    # a wrong matrix still fails, at every scale
+    assert relative_difference(form.value_at(form.feasible_point(scale * np.eye(inst.d))), truth.bounds.upper) > GAP_FIRST_ORDER
+
+
+@pytest.mark.parametrize("name", INSTANCES)
+def test_ground_truth_hooks(name):
+    """dual_bound at Clarabel's point certifies it; normalize is exact (powers of 2)."""
+    inst = get_instance("mmc", name)
+    form, sol = _truth(name)
+    lb = form.lower_bound(sol)
+    assert lb <= sol.value * (1 + 1e-9) and relative_gap(sol.value, lb) <= 1e-5
+    norm = form.normalize()
+    rng = np.random.default_rng(0)
+    for t in range(3):
+        P = random_psd(inst.d, seed=rng, scale=10.0 ** (t - 1))
+        assert abs(relative_difference(form.value_at(norm.point_back(P)),
+                                       norm.value_scale * norm.formulation.value_at(P))) <= 1e-12
+    # the fast solver's certificate and the ground truth's are one function
+    res = solve_mmc(inst.X, inst.constraints)
+    assert res.lower_bound == form.model.lower_bound(res.M)
+
+
+@st.composite
+def _tiny_mmc_case(draw):
+    seed = draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    d = draw(st.integers(1, 3))
+    n_per = draw(st.integers(4, 5))
+    X = np.concatenate([rng.standard_normal((n_per, d)) + 2 * c for c in range(2)])
+    X = X * np.array([draw(st.sampled_from([1e-3, 1.0, 1e3])) for _ in range(d)])
+    y = np.repeat([0, 1], n_per)
+    return X, mmc_pairs(y, draw(st.integers(d + 2, 8)), draw(st.integers(1, 6)), seed=seed)
+
+
+@settings(max_examples=25)
+@given(_tiny_mmc_case())
+def test_property_converged_means_certified(case):
+    """Converged => certified gap <= tol, and the certified bound is below the cvxpy optimum."""
+    X, cons = case
+    try:
+        model = MMCModel(X, cons)
+    except ValueError as exc:   # too few similar pairs to span the data: a legitimate rejection
+        assert "degenerate" in str(exc)
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = mmc_ascent(model, max_iter=2000)
+    if res.converged:
+        assert res.certified_gap <= res.tol
+    else:
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    truth = solve_certified(build_mmc(X, cons), TRUTH_RTOL)
+    assert truth.bounds.upper is not None
+    assert res.lower_bound <= truth.bounds.upper * (1 + 1e-9)
+    if truth.bounds.lower is not None:
+        assert truth.bounds.lower <= res.objective * (1 + 1e-9)

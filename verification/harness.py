@@ -197,7 +197,7 @@ def _contract_checks(fs, res, f_fast: float, truth: Optional[CertifiedTruth], gu
         # the solver's certificate, recomputed against the ground truth's definition of the
         # objective: a converged solver's certified gap must be within the row's gap tolerance
         guard.checks["certified_gap"] = Check(relative_difference(f_fast, res.lower_bound), fs.gap_tol,
-                                              low=-tol.GAP_NEGATIVE_SLACK)
+                                              low=-tol.BELOW_LOWER_BOUND_RTOL)
     if truth is not None and truth.p_star is not None:
         # a lower bound above a feasible value is a wrong certificate
         guard.checks["certificate_below_truth"] = Check(relative_difference(res.lower_bound, truth.p_star),
@@ -224,7 +224,7 @@ def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, 
                 guard.checks["rel_gap"] = Check(rel_gap, fs.gap_tol, low=-math.inf)
                 # no feasible point can be below a certified lower bound
                 guard.checks["above_truth_lower_bound"] = Check(
-                    relative_difference(truth.bounds.lower, f_fast), tol.GAP_NEGATIVE_SLACK)
+                    relative_difference(truth.bounds.lower, f_fast), tol.BELOW_LOWER_BOUND_RTOL)
             guard("contract", _contract_checks, fs, res, f_fast, truth, guard)
         if form.point_name == "M" and point is not None:
             M = np.asarray(point, dtype=np.float64)
@@ -418,7 +418,7 @@ def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceC
             rel_gap = relative_difference(value, truth.p_star)
             guard.checks["rel_gap"] = Check(rel_gap, gap_tol, low=-math.inf)
             guard.checks["above_truth_lower_bound"] = Check(relative_difference(truth.bounds.lower, value),
-                                                            tol.GAP_NEGATIVE_SLACK)
+                                                            tol.BELOW_LOWER_BOUND_RTOL)
     else:
         guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
     kkt = None if spec.kkt_fast is None or feasible is None else guard("kkt_fast", spec.kkt_fast, form, feasible)
