@@ -224,6 +224,13 @@ class HingeModel:
         S = 0.5 * (S + S.T)
         return S if U is None else U.T @ S @ U
 
+    @property
+    def has_certificate(self) -> bool:
+        """Whether :meth:`dual_bound` gives a finite bound for *every* multiplier in the box
+        (q > 0, or R positive definite on the data span, or a trace bound given ``upper``)."""
+        span = self._span()
+        return self.q > 0 or span.chol_inv is not None or bool(span.trace_sources)
+
     def trace_bound(self, upper: float) -> Optional[float]:
         r"""A bound :math:`T \ge \mathrm{tr}(U^\top M U)` for every PSD M with :math:`f(M) \le` ``upper``.
 

@@ -218,7 +218,11 @@ def test_bad_model_and_method():
     with pytest.raises(TypeError, match="HingeModel"):
         dual_lower_bound(None, np.zeros(2))
     with pytest.raises(ValueError, match="y"):
-        dual_lower_bound(MODEL, -np.ones(2))
+        dual_lower_bound(MODEL, -np.ones(3))
+    with pytest.raises(ValueError, match="y"):
+        dual_lower_bound(MODEL, np.array([np.nan, 0.0]))
+    # multipliers outside the box are repaired (clipped into [0, c]), not trusted
+    assert dual_lower_bound(MODEL, -np.ones(2)) == dual_lower_bound(MODEL, np.zeros(2))
     with pytest.raises(ValueError, match="method"):
         solve_qwise(X5, CS, method="interior-point")
     with pytest.raises(ValueError, match="regularizer"):
