@@ -367,6 +367,23 @@ class HingeModel:
                           self.q * (a ** 4 * kappa ** 2 / v), self.name)
         return HingeRescaling(twin, a * a * kappa, v, a, kappa)
 
+    def _median_squared_length(self) -> float:
+        sq_u, sq_v = self.geometry.squared_lengths()
+        sq = np.concatenate([sq_u, sq_v])
+        sq = sq[sq > 0]
+        return float(np.median(sq)) if sq.size else 0.0
+
+    @property
+    def metric_scale(self) -> float:
+        r"""The natural size of a metric for this model: :math:`\max_c |\delta_c|` over the median
+        positive squared length of the difference vectors (the multiple of the identity that moves
+        a typical constraint value by the largest margin). It scales like the optimal M under
+        X -> sX and margins -> kappa delta, so residuals measured against it stay scale-free where
+        the optimum is M = 0 and a relative measure has no size to refer to. 0 when undefined."""
+        med = self._median_squared_length()
+        dmax = float(np.max(np.abs(self.constraints.delta))) if self.m else 0.0
+        return dmax / med if med > 0 else 0.0
+
     def normalization(self) -> HingeRescaling:
         r"""The rescaled twin (:meth:`rescaled`) whose numbers are of order one.
 
@@ -379,10 +396,8 @@ class HingeModel:
         original's bits with shifted exponents and every value maps back exactly; the twin of
         :math:`X \cdot 2^k` is then the twin of X, bit for bit (LMNN's invariance made exact).
         """
-        sq_u, sq_v = self.geometry.squared_lengths()
-        sq = np.concatenate([sq_u, sq_v])
-        sq = sq[sq > 0]
-        a = _pow2(1.0 / math.sqrt(float(np.median(sq)))) if sq.size else 1.0
+        med = self._median_squared_length()
+        a = _pow2(1.0 / math.sqrt(med)) if med > 0 else 1.0
         dmax = float(np.max(np.abs(self.constraints.delta))) if self.m else 0.0
         kappa = _pow2(dmax) if dmax > 0 else 1.0
         cmax = float(np.max(self.coef)) if self.m else 0.0
