@@ -414,13 +414,21 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         for sc in (cur, avg):
             if sc.f < best_f:
                 best_f, best_M = sc.f, sc.M
-        lb = None
-        for KTy_, y_ in ((KTy, y), (KTy_sum / w_sum, avg.y)):
-            b = model.dual_bound(y_ / s, upper=best_f, Ky=KTy_)
+        # bounds of both points without the targeted repair; the repair (a few passes over the
+        # constraints) only for the better-scored point, and only while the bound is not yet tight
+        lb, lb_y = None, None
+        pts = ((KTy, y, cur), (KTy_sum / w_sum, avg.y, avg))
+        for KTy_, y_, _ in pts:
+            b, yb = model.certify(y_ / s, upper=best_f, Ky=KTy_, repair_steps=0)
             if b is not None and (lb is None or b > lb):
-                lb = b
-                if best_lb is None or b > best_lb:
-                    best_lb, cert_y = b, y_ / s
+                lb, lb_y = b, yb
+        if relative_gap(best_f, lb) > tol:
+            KTy_, y_, _ = min(pts, key=lambda p: p[2].err)
+            b, yb = model.certify(y_ / s, upper=best_f, Ky=KTy_)
+            if b is not None and (lb is None or b > lb):
+                lb, lb_y = b, yb
+        if lb is not None and (best_lb is None or lb > best_lb):
+            best_lb, cert_y = lb, lb_y
         history.append(cur.f)
         trace.append((n_iter, time.perf_counter() - t_start, cur.f, avg.f, lb, cand.rel_dual, cand.rel_gap,
                       cand.err, is_avg))
