@@ -22,6 +22,10 @@ solution adds every triplet violated (or near-active) outside :math:`W`; the loo
 triplet outside :math:`W` is violated. Then the restricted and the full objective agree at
 :math:`M`, and since the restricted problem drops only non-negative terms its optimum is
 :math:`\le p^*`: a certified lower bound of the last restricted problem is one of the full problem.
+The result (``make_result``) has ``measure == "certified_gap"``: the relative gap between the
+objective over *all* triplets and that bound (:meth:`cvxmetric.models.HingeModel.dual_bound`, on
+the span of the data's differences, so constant features such as digits' border pixels do not
+void it), held to ``certificate_tol``; converged also requires no violated triplet outside W.
 """
 from __future__ import annotations
 

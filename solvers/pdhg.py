@@ -73,9 +73,11 @@ when the relative dual residual and restart error are at most ``tol`` and the ce
 most ``certificate_tol`` (the certificate repairs the dual feasibility of an approximate
 multiplier, so it lags the true gap: on syn-d50-m10000 the residual test holds at a true gap of
 ~3e-6 while the certificate still reads ~2e-3). The result's measure is the certified gap, held
-to ``certificate_tol``, wherever a lower bound was found; only where none exists (q = 0 and the
-linear term singular on the data span with no trace bound) is it the relative KKT residual
-:math:`\max(r_d^{rel}, e^{rel})`, held to ``tol``. Hitting ``max_iter``/``time_limit`` first gives
+to ``certificate_tol``, wherever the model always has a bound (q > 0, R positive definite on the
+data span, or a trace bound: ``HingeModel.has_certificate``) or a bound within ``certificate_tol``
+was found; otherwise (q = 0, R singular on the data span, and no repaired multiplier exactly dual
+feasible) it is the relative KKT residual :math:`\max(r_d^{rel}, e^{rel})` of the returned point,
+held to ``tol``. Hitting ``max_iter``/``time_limit`` first gives
 ``converged=False`` and a :class:`~cvxmetric.exceptions.ConvergenceWarning`.
 
 The best lower bound and the best objective over all scored points are kept; the returned
