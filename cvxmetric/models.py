@@ -190,7 +190,9 @@ class HingeModel:
         if X.shape[0] > 1:
             # the differences x_i - x_0 span every difference x_i - x_j (exact zeros for constant
             # features); numpy's matrix_rank tolerance separates rank from round-off
-            _, sv, Vt = np.linalg.svd(X - X[0], full_matrices=True)
+            # (full_matrices only when n < d: Vt is then completed to d x d; with n >= d the thin
+            # SVD already has a d x d Vt and never forms an n x n factor)
+            _, sv, Vt = np.linalg.svd(X - X[0], full_matrices=X.shape[0] < d)
             r = int(np.sum(sv > sv[0] * max(X.shape) * np.finfo(float).eps)) if sv.size and sv[0] > 0 else 0
             if r < d:
                 Q = Vt.T
