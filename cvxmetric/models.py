@@ -177,8 +177,8 @@ class HingeModel:
         return self._cache["span"]
 
     def _basis(self):
-        """``(U, R_s, chol_inv)`` of :class:`_Span`: they depend on X and R only (shared by
-        :meth:`extended` and :meth:`with_linear_term`'s callers through the cache)."""
+        """``(U, R_s, chol_inv)`` of :class:`_Span`: they depend on X and R only, so
+        :meth:`extended` (same X and R) passes them on through the cache."""
         if "basis" not in self._cache:
             self._cache["basis"] = self._compute_basis()
         return self._cache["basis"]
