@@ -61,6 +61,7 @@ from scipy.linalg import solve_triangular
 
 from ._checks import as_data_matrix, as_square_symmetric, check_positive, zero_length_mask
 from .constraints import ConstraintSet
+from .linalg import power_of_two
 
 __all__ = ["ITMLModel", "ITMLDualBound", "itml_model", "default_bounds", "slack_term",
            "DEFAULT_PERCENTILES", "DUAL_DOMAIN_MARGIN"]
@@ -383,7 +384,7 @@ class ITMLModel:
         T = 0.5 * (T + T.T)
         prior = (Q * np.maximum(1.0, mu / mu_star)) @ Q.T
         prior = 0.5 * (prior + prior.T)
-        s = 2.0 ** round(math.log2(self.u * self.l) / 4.0)
+        s = power_of_two((self.u * self.l) ** 0.25)
         twin = object.__new__(type(self))
         twin._store((self.X @ T) / s, self.pairs, self.gamma, self.n_similar, self.u / s**2, self.l / s**2,
                     self.weight, prior, np.linalg.cholesky(prior))

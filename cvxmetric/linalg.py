@@ -9,7 +9,7 @@ import numpy as np
 from ._checks import as_square_symmetric, check_bool
 from .tolerances import RANK_RTOL
 
-__all__ = [
+__all__ = ["power_of_two", 
     "symmetrize",
     "eigh_descending",
     "project_psd",
@@ -227,3 +227,16 @@ def random_psd(d: int, *, rank: int | None = None, seed=None, scale: float = 1.0
 def check_psd_matrix(M, name: str = "M", d: int | None = None) -> np.ndarray:
     """Validated symmetric PSD copy of ``M`` (see :func:`cvxmetric._checks.as_square_symmetric`)."""
     return as_square_symmetric(M, name, d=d, psd=True)
+
+
+def power_of_two(x) -> np.ndarray | float:
+    """The powers of 2 nearest to positive ``x`` (1 where ``x`` is 0 or not finite).
+
+    Scaling by a power of 2 is exact in floating point, so a problem rescaled by them is *exactly*
+    the same problem: the one rounding used by every equilibration and normalized twin.
+    A scalar ``x`` gives a float.
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    ok = np.isfinite(arr) & (arr > 0)
+    out = np.where(ok, np.exp2(np.round(np.log2(np.where(ok, arr, 1.0)))), 1.0)
+    return float(out) if out.ndim == 0 else out

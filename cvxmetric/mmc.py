@@ -57,9 +57,9 @@ import numpy as np
 from ._checks import as_data_matrix, zero_length_mask
 from .certificates import Bounds
 from .constraints import ConstraintSet
-from .linalg import project_psd, symmetrize
+from .linalg import power_of_two, project_psd, symmetrize
 
-__all__ = ["MMCModel", "mmc_model", "min_form_value", "power_of_two", "SPAN_RTOL", "RANGE_RTOL"]
+__all__ = ["MMCModel", "mmc_model", "min_form_value", "SPAN_RTOL", "RANGE_RTOL"]
 
 #: A dissimilar difference counts as inside the range of C_S when its component outside that range
 #: is at most SPAN_RTOL times its length (both in equilibrated coordinates). A difference that is
@@ -88,17 +88,6 @@ def min_form_value(f: float, g: float) -> float:
     if g <= 0:
         return float("inf")
     return float(f) / min(1.0, float(g)) ** 2
-
-
-def power_of_two(x) -> np.ndarray:
-    """The powers of 2 nearest to positive ``x`` (1 where ``x`` is 0 or not finite).
-
-    Scaling by a power of 2 is exact in floating point, so a problem rescaled by them is *exactly*
-    the same problem (used for equilibration and normalized twins).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    ok = np.isfinite(x) & (x > 0)
-    return np.where(ok, np.exp2(np.round(np.log2(np.where(ok, x, 1.0)))), 1.0)
 
 
 class MMCModel:

@@ -17,21 +17,91 @@ per-constraint coefficients :math:`c_c \ge 0`:
 
 A :class:`HingeModel` is the single definition of this objective: the cvxpy builder
 (``formulations``) and the fast solvers (``solvers``) both read it, so they cannot drift apart.
+It also holds the one certified lower bound of the family (:meth:`HingeModel.dual_bound`), read by
+the PDHG solver, LMNN's constraint generation and the ground truth's solve ladder, and its exact
+rescaling (:meth:`HingeModel.rescaled`, :meth:`HingeModel.normalization`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
 from ._checks import as_data_matrix, as_index_array, as_square_symmetric, check_nonnegative, check_positive
 from .constraints import ConstraintSet
 from .hinge import HingeLoss, QuadrupletGeometry
+from .linalg import power_of_two
 
-__all__ = ["HingeModel", "qwise_model", "pull_matrix", "REGULARIZERS"]
+__all__ = ["HingeModel", "HingeRescaling", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
+           "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT"]
 
 #: Names of the Qwise regularizers Omega(M) (thesis eq. 2.7 and footnote 19).
 REGULARIZERS = ("trace", "frobenius", "pull")
+
+#: The linear term restricted to the data span counts as positive definite (the q = 0 theta
+#: certificate and the trace bound from y = 0 need it) when its smallest eigenvalue exceeds this
+#: times its largest magnitude: below it the Cholesky factor of the theta test is round-off.
+PD_RTOL = 1e-10
+#: The data span may replace the whole space in the q = 0 certificate when the cross block
+#: :math:`(I - P) R P` of the linear term is at most this times :math:`\|R\|_F` and its
+#: complement block :math:`(I - P) R (I - P)` has no eigenvalue below ``-CROSS_RTOL * ||R||_F``.
+#: Both hold exactly for R built from the data (pull matrices) or a multiple of the identity,
+#: up to the round-off of its construction (~1e-16 relative).
+CROSS_RTOL = 1e-10
+#: Eigenvalues of a symmetric matrix S computed by ``eigh`` are within ~d eps ||S||_2 of the exact
+#: ones: an eigenvalue test of dual feasibility subtracts this times ``max |lambda|``.
+EIG_ROUNDOFF = 1e-13
+#: Safety factor on theta of the q = 0 certificate (absorbs the round-off of its eigenvalue).
+THETA_SAFETY = 1.0 - 1e-9
+#: Steps of the targeted multiplier repair of the q = 0 certificate (each: one eigendecomposition
+#: on the span and one pass over the constraints; the repair stops as soon as S is PSD on the
+#: span). Measured: on digits' LMNN (a PDHG multiplier at relative dual residual 2e-3, objective
+#: 1471) theta alone certifies 967, 10 steps 1390 (S exactly PSD after 10); on Qwise syn-d5 with
+#: X x 1e4 (trace weight 2e-9 of the hinge weights in the normalized twin; Clarabel's multipliers,
+#: optimum 1138.812) theta certifies 1.1, 10 steps 206, 30 steps 1138.62.
+REPAIR_STEPS = 30
+#: The repair removes this multiple of the negative curvature per step (an overshoot of 5 %
+#: ends the repair in fewer steps than an exact removal, whose round-off leaves -1e-17).
+REPAIR_OVERSHOOT = 1.05
+
+
+@dataclass(frozen=True)
+class _Span:
+    """The data span and the linear term on it (see :meth:`HingeModel.dual_bound`).
+
+    ``U`` (d, r) is an orthonormal basis of the span of the data's difference vectors, or None
+    when the restriction does not apply (full rank, or R couples the span to its complement);
+    ``R_s = U^T R U``; ``chol_inv`` the inverse Cholesky factor of ``R_s`` when it is positive
+    definite (else None); ``trace_sources`` the pairs ``(delta^T y', beta)`` of fixed multipliers
+    y' with ``lambda_min(U^T (R + K^* y') U) = beta > 0``.
+    """
+
+    U: Optional[np.ndarray]
+    R_s: np.ndarray
+    chol_inv: Optional[np.ndarray]
+    trace_sources: tuple
+
+
+@dataclass(frozen=True)
+class HingeRescaling:
+    r"""An exactly rescaled twin of a :class:`HingeModel` (see :meth:`HingeModel.rescaled`).
+
+    ``original.value(point_scale * M) == value_scale * model.value(M)`` for every ``M``; a bound
+    ``b`` of the twin is the bound ``value_scale * b`` of the original.
+    """
+
+    model: "HingeModel"
+    point_scale: float
+    value_scale: float
+    data_scale: float
+    margin_scale: float
+
+    @property
+    def description(self) -> str:
+        return (f"X x {self.data_scale:.6g}, margins / {self.margin_scale:.6g}, values / "
+                f"{self.value_scale:.6g}, M = {self.point_scale:.6g} M'")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +127,7 @@ class HingeModel:
     R: np.ndarray
     q: float = 0.0
     name: str = "hinge"
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def d(self) -> int:
@@ -90,7 +161,313 @@ class HingeModel:
             raise ValueError("coef must be finite and non-negative")
         constraints.validate(self.geometry.X.shape[0], name="constraints", allow_empty=True)
         geometry = self.geometry.extended(constraints)
-        return HingeModel(geometry, np.concatenate([self.coef, coef]), self.R, self.q, self.name)
+        out = HingeModel(geometry, np.concatenate([self.coef, coef]), self.R, self.q, self.name)
+        if "basis" in self._cache:   # same X and R: the data span is unchanged
+            out._cache["basis"] = self._cache["basis"]
+        return out
+
+    # ------------------------------------------------------------------ certificate
+    def _span(self) -> _Span:
+        if "span" not in self._cache:
+            self._cache["span"] = self._compute_span()
+        return self._cache["span"]
+
+    def _basis(self):
+        """``(U, R_s, chol_inv)`` of :class:`_Span`: they depend on X and R only, so
+        :meth:`extended` (same X and R) passes them on through the cache."""
+        if "basis" not in self._cache:
+            self._cache["basis"] = self._compute_basis()
+        return self._cache["basis"]
+
+    def _compute_basis(self):
+        X = self.geometry.X
+        d = self.d
+        R = 0.5 * (self.R + self.R.T)
+        normR = float(np.linalg.norm(R))
+        U = None
+        if X.shape[0] > 1:
+            # the differences x_i - x_0 span every difference x_i - x_j (exact zeros for constant
+            # features); numpy's matrix_rank tolerance separates rank from round-off
+            # (full_matrices only when n < d: Vt is then completed to d x d; with n >= d the thin
+            # SVD already has a d x d Vt and never forms an n x n factor)
+            _, sv, Vt = np.linalg.svd(X - X[0], full_matrices=X.shape[0] < d)
+            r = int(np.sum(sv > sv[0] * max(X.shape) * np.finfo(float).eps)) if sv.size and sv[0] > 0 else 0
+            if r < d:
+                Q = Vt.T
+                Rq = Q.T @ R @ Q
+                cross = float(np.linalg.norm(Rq[r:, :r]))
+                comp = np.linalg.eigvalsh(Rq[r:, r:])
+                if cross <= CROSS_RTOL * normR and comp[0] >= -CROSS_RTOL * normR:
+                    U = Q[:, :r]
+        R_s = R if U is None else U.T @ R @ U
+        chol_inv = None
+        lam = np.linalg.eigvalsh(R_s) if R_s.size else np.zeros(0)
+        if lam.size and lam[0] > PD_RTOL * max(abs(lam[-1]), abs(lam[0])):
+            chol_inv = np.linalg.inv(np.linalg.cholesky(R_s))
+        return U, R_s, chol_inv
+
+    def _compute_span(self) -> _Span:
+        U, R_s, chol_inv = self._basis()
+        # fixed multipliers whose dual matrix is positive definite bound tr(M*) (trace bound):
+        # y' = 0, and y' = c on the similar pairs (A_c = C_p is PSD, so R + K^* y' >= R)
+        delta = np.asarray(self.constraints.delta, dtype=np.float64)
+        sources = []
+        sim = np.zeros(self.m, dtype=bool)
+        sim[self.geometry.u_rows] = True
+        sim[self.geometry.v_rows] = False
+        candidates = [np.zeros(self.m)]
+        if np.any(sim & (self.coef > 0)):
+            candidates.append(np.where(sim, self.coef, 0.0))
+        for yp in candidates:
+            B = R_s + self._restrict(U, self.geometry.weighted_sum(yp)) if np.any(yp) else R_s
+            lb = np.linalg.eigvalsh(B) if B.size else np.zeros(0)
+            if lb.size:
+                beta = float(lb[0]) - EIG_ROUNDOFF * float(np.max(np.abs(lb)))
+                if beta > PD_RTOL * float(np.max(np.abs(lb))):
+                    sources.append((float(delta @ yp), beta))
+        return _Span(U, R_s, chol_inv, tuple(sources))
+
+    @staticmethod
+    def _restrict(U: Optional[np.ndarray], S: np.ndarray) -> np.ndarray:
+        S = 0.5 * (S + S.T)
+        return S if U is None else U.T @ S @ U
+
+    @property
+    def has_certificate(self) -> bool:
+        """Whether :meth:`dual_bound` gives a finite bound for *every* multiplier in the box
+        (q > 0, or R positive definite on the data span, or a trace bound given ``upper``)."""
+        span = self._span()
+        return self.q > 0 or span.chol_inv is not None or bool(span.trace_sources)
+
+    def trace_bound(self, upper: float) -> Optional[float]:
+        r"""A bound :math:`T \ge \mathrm{tr}(U^\top M U)` for every PSD M with :math:`f(M) \le` ``upper``.
+
+        None when no fixed multiplier makes the dual matrix positive definite on the span (see
+        :meth:`dual_bound`).
+        """
+        if upper is None or not math.isfinite(float(upper)):
+            return None
+        sources = self._span().trace_sources
+        if not sources:
+            return None
+        return min(max(float(upper) - dy, 0.0) / beta for dy, beta in sources)
+
+    def dual_bound(self, y, upper: Optional[float] = None, *, Ky: Optional[np.ndarray] = None,
+                   repair_steps: int = REPAIR_STEPS) -> Optional[float]:
+        r"""Certified lower bound on :math:`p^* = \inf_{M \succeq 0} f(M)` from hinge multipliers.
+
+        Parameters
+        ----------
+        y : array_like, shape (m,)
+            Hinge multipliers (the "hinge" duals of a cvxpy solve, PDHG's dual iterate, ...).
+            They are repaired, not trusted: clipped into the box :math:`[0, c]` first.
+        upper : float, optional
+            The objective of any PSD point (an upper bound on :math:`p^*`); it enables the trace
+            bound of the case :math:`q = 0` with a singular linear term.
+        Ky : ndarray, shape (d, d), optional
+            :math:`K^* y = \sum_c y_c A_c` of the (already clipped) ``y``, when the caller has it.
+        repair_steps : int
+            Steps of the targeted repair (q = 0, Notes); 0 switches it off.
+
+        Returns
+        -------
+        float or None
+            A number :math:`\le p^*` in exact arithmetic (up to the documented round-off
+            guards), or None when no certificate exists for these multipliers.
+
+        Notes
+        -----
+        For every :math:`y \in [0, c]` and every :math:`M \succeq 0`,
+        :math:`c_c[t]_+ \ge y_c t` gives
+
+        .. math::
+            f(M) \ge \delta^\top y + \langle S, M\rangle + \tfrac q2 \|M\|_F^2, \qquad
+            S = R + K^* y = R + \textstyle\sum_c y_c A_c ,
+
+        so :math:`p^* \ge \delta^\top y + \inf_{M \succeq 0} (\langle S, M\rangle + \tfrac q2\|M\|_F^2)`.
+
+        * :math:`q > 0`: the infimum is :math:`-\|\Pi_{\mathbb{S}_+}(-S)\|_F^2 / (2q)` (closed form).
+        * :math:`q = 0`. Let :math:`U` (d x r) be an orthonormal basis of the span of the data's
+          difference vectors :math:`x_i - x_j` (from an SVD of :math:`X - x_0`, rank at numpy's
+          ``matrix_rank`` tolerance) and :math:`P = UU^\top`. Every :math:`A_c` satisfies
+          :math:`A_c = P A_c P`. When :math:`R` does not couple the span to its complement and is
+          PSD on the complement (checked to ``CROSS_RTOL``; true for pull matrices, built from
+          data differences, and for multiples of the identity), then
+          :math:`\langle S, M\rangle \ge \langle S_U, U^\top M U\rangle` with
+          :math:`S_U = U^\top S U`, and directions outside the span change nothing: constant
+          features (digits' border pixels) no longer make a "pull" term singular. Otherwise
+          :math:`U = I`. Then the bound is the largest of those that apply:
+
+          - :math:`S_U \succeq 0` (smallest eigenvalue, less its ``EIG_ROUNDOFF``, non-negative):
+            :math:`\delta^\top y` (y is exactly dual feasible);
+          - :math:`R_U = U^\top R U \succ 0` (to ``PD_RTOL``): with :math:`\theta \in [0, 1]` the
+            largest value such that :math:`R_U + \theta U^\top K^* y\, U \succeq 0` (from the
+            smallest eigenvalue of :math:`L^{-1} S_U L^{-\top}`, :math:`R_U = LL^\top`, times
+            ``THETA_SAFETY``), :math:`\theta y \in [0, c]` is dual feasible and
+            :math:`\max(0, \theta\,\delta^\top y)` is a bound (0 is the value of y = 0);
+          - a trace bound :math:`T \ge \mathrm{tr}(U^\top M^* U)` (:meth:`trace_bound`, needs
+            ``upper``): :math:`\delta^\top y + T \min(0, \lambda_{\min}(S_U))`. T comes from a
+            fixed :math:`y'` with :math:`B = U^\top(R + K^* y')U \succ 0`
+            (:math:`\beta = \lambda_{\min}(B) > 0`; y' = 0, and y' = c on the similar pairs,
+            whose :math:`A_c = C_p \succeq 0`): every M with :math:`f(M) \le` ``upper`` has
+            :math:`\mathrm{upper} \ge \delta^\top y' + \beta\, \mathrm{tr}(U^\top M U)`.
+
+          With none of them (R singular on the span, no usable y', S_U not PSD), None.
+
+          **Targeted repair** (q = 0, :math:`S_U` not PSD; up to ``repair_steps`` steps): theta
+          shrinks every multiplier alike, which costs much where R is ill-conditioned on the span
+          (digits). Instead, with :math:`(\lambda_k, v_k)` the negative eigenpairs of :math:`S_U`
+          (:math:`v_k` mapped back by U) and :math:`g_{ck} = [\langle A_c, v_k v_k^\top\rangle]_-`,
+          each step sets :math:`y_c \leftarrow y_c (1 - \min(1, \max_k \beta_k |g_{ck}|))`,
+          :math:`\beta_k` = ``REPAIR_OVERSHOOT`` :math:`|\lambda_k| / \sum_c y_c g_{ck}^2`: the
+          multipliers that bend :math:`S` negative shrink in proportion to how much they do
+          (for one direction the least loss of :math:`\delta^\top y` per unit of curvature,
+          by Cauchy-Schwarz). The repaired multiplier stays in :math:`[0, c]`, and its bound is
+          computed by the same three rules above, so the result is a certificate whatever the
+          heuristic did; the larger of the two bounds is returned.
+
+        Each bound is invariant, up to the same factor as the objective, under every positive
+        scaling of the weights (R, q and c together) and under X -> sX with R scaled by s^2.
+        """
+        return self.certify(y, upper, Ky=Ky, repair_steps=repair_steps)[0]
+
+    def certify(self, y, upper: Optional[float] = None, *, Ky: Optional[np.ndarray] = None,
+                repair_steps: int = REPAIR_STEPS) -> tuple:
+        """:meth:`dual_bound` and the multipliers it was computed from: ``(bound or None, y_used)``.
+
+        ``y_used`` is in :math:`[0, c]`: the clipped ``y`` (closed form, exact feasibility, trace
+        bound), :math:`\\theta y` (theta rule), or the repaired multiplier.
+        """
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape != (self.m,) or not np.all(np.isfinite(y)):
+            raise ValueError(f"y must be a finite array of shape ({self.m},); got shape {y.shape}")
+        y = np.clip(y, 0.0, self.coef)
+        delta = np.asarray(self.constraints.delta, dtype=np.float64)
+        dy = float(delta @ y)
+        KTy = self.geometry.weighted_sum(y) if Ky is None else np.asarray(Ky, dtype=np.float64)
+        if self.q > 0:
+            S = 0.5 * (self.R + self.R.T) + 0.5 * (KTy + KTy.T)
+            neg = np.minimum(np.linalg.eigvalsh(S), 0.0)
+            return dy - float(neg @ neg) / (2.0 * self.q), y
+        span = self._span()
+        if span.R_s.size == 0:   # no data variation at all: every <M, A_c> is 0
+            return dy, y
+        best, lam_min = self._bound_q0(y, dy, KTy, span, upper)
+        if repair_steps and lam_min < 0.0:
+            y_r, dy_r, KTy_r = self._repair(y, KTy, span, int(repair_steps))
+            rep, _ = self._bound_q0(y_r, dy_r, KTy_r, span, upper)
+            if rep[0] is not None and (best[0] is None or rep[0] > best[0]):
+                best = rep
+        return best
+
+    def _bound_q0(self, y: np.ndarray, dy: float, KTy: np.ndarray, span: _Span, upper):
+        """The q = 0 rules of :meth:`dual_bound` for one multiplier: ((bound or None, y_used), lambda_min)."""
+        S_U = span.R_s + self._restrict(span.U, KTy)
+        lam = np.linalg.eigvalsh(S_U)
+        lam_min = float(lam[0]) - EIG_ROUNDOFF * float(np.max(np.abs(lam)))
+        cands = []
+        if lam_min >= 0.0:
+            cands.append((dy, y))
+        if span.chol_inv is not None:
+            B = span.chol_inv @ S_U @ span.chol_inv.T      # = I + L^{-1} K_U L^{-T}
+            mu = float(np.linalg.eigvalsh(0.5 * (B + B.T))[0]) - 1.0
+            theta = THETA_SAFETY * (1.0 if mu >= -1.0 else -1.0 / mu)
+            cands.append((theta * dy, theta * y) if dy > 0 else (0.0, np.zeros_like(y)))
+        T = self.trace_bound(upper) if upper is not None else None
+        if T is not None:
+            cands.append((dy + T * min(0.0, lam_min), y))
+        if not cands:
+            return (None, y), lam_min
+        return max(cands, key=lambda c: c[0]), lam_min
+
+    def _repair(self, y: np.ndarray, KTy: np.ndarray, span: _Span, steps: int):
+        """Targeted repair of :meth:`dual_bound` (see its Notes): returns (y', delta^T y', K^* y')."""
+        delta = np.asarray(self.constraints.delta, dtype=np.float64)
+        y = y.copy()
+        for _ in range(steps):
+            S_U = span.R_s + self._restrict(span.U, KTy)
+            lam, V = np.linalg.eigh(S_U)
+            neg = lam < -EIG_ROUNDOFF * float(np.max(np.abs(lam)))
+            if not np.any(neg):
+                break
+            Vn = V[:, neg] if span.U is None else span.U @ V[:, neg]
+            G = np.minimum(self.geometry.values_rank_one(Vn), 0.0)   # <A_c, v v^T>, the negative part
+            have = y @ (G * G)
+            if not np.any(have > 0):
+                break
+            beta = REPAIR_OVERSHOOT * (-lam[neg]) / np.where(have > 0, have, np.inf)
+            r = np.minimum(1.0, np.max(-G * beta[None, :], axis=1))
+            y = y * (1.0 - r)
+            KTy = self.geometry.weighted_sum(y)
+        return y, float(delta @ y), KTy
+
+    # ------------------------------------------------------------------ rescaling
+    def rescaled(self, data_scale: float, margin_scale: float = 1.0, value_scale: float = 1.0) -> HingeRescaling:
+        r"""The same problem in rescaled units: X -> aX, margins / kappa, values / v.
+
+        Parameters
+        ----------
+        data_scale : float
+            :math:`a > 0`: the twin's data is :math:`aX` (so :math:`A_c' = a^2 A_c`).
+        margin_scale : float
+            :math:`\kappa > 0`: the twin's margins are :math:`\delta / \kappa`.
+        value_scale : float
+            :math:`v > 0`: the twin's objective is :math:`f / v`.
+
+        Returns
+        -------
+        HingeRescaling
+            The twin with :math:`R' = a^2 \kappa R / v`, :math:`q' = a^4 \kappa^2 q / v`,
+            :math:`c' = \kappa c / v`, and ``point_scale`` :math:`b = a^2 \kappa`:
+            :math:`f(bM') = v f'(M')` for every :math:`M'` (exact when a, kappa, v are powers of 2).
+        """
+        a, kappa, v = (float(t) for t in (data_scale, margin_scale, value_scale))
+        for name, t in (("data_scale", a), ("margin_scale", kappa), ("value_scale", v)):
+            if not (math.isfinite(t) and t > 0):
+                raise ValueError(f"{name} must be a positive finite number; got {t!r}")
+        cons = self.constraints
+        twin_cons = ConstraintSet(cons.idx, np.asarray(cons.delta) / kappa, cons.weight)
+        geometry = QuadrupletGeometry(a * self.geometry.X, twin_cons, _validated=True)
+        twin = HingeModel(geometry, self.coef * (kappa / v), self.R * (a * a * kappa / v),
+                          self.q * (a ** 4 * kappa ** 2 / v), self.name)
+        return HingeRescaling(twin, a * a * kappa, v, a, kappa)
+
+    def _median_squared_length(self) -> float:
+        sq_u, sq_v = self.geometry.squared_lengths()
+        sq = np.concatenate([sq_u, sq_v])
+        sq = sq[sq > 0]
+        return float(np.median(sq)) if sq.size else 0.0
+
+    @property
+    def metric_scale(self) -> float:
+        r"""The natural size of a metric for this model: :math:`\max_c |\delta_c|` over the median
+        positive squared length of the difference vectors (the multiple of the identity that moves
+        a typical constraint value by the largest margin). It scales like the optimal M under
+        X -> sX and margins -> kappa delta, so residuals measured against it stay scale-free where
+        the optimum is M = 0 and a relative measure has no size to refer to. 0 when undefined."""
+        med = self._median_squared_length()
+        dmax = float(np.max(np.abs(self.constraints.delta))) if self.m else 0.0
+        return dmax / med if med > 0 else 0.0
+
+    def normalization(self) -> HingeRescaling:
+        r"""The rescaled twin (:meth:`rescaled`) whose numbers are of order one.
+
+        Notes
+        -----
+        :math:`a` makes the median positive squared length of the constraints' difference vectors
+        about 1 (so :math:`|\langle M', A_c'\rangle|` is O(1) for an O(1) metric), :math:`\kappa`
+        the largest margin magnitude about 1, :math:`v = \kappa \max_c c_c` the largest hinge
+        coefficient about 1. Each factor is rounded to a power of two, so the twin's data are the
+        original's bits with shifted exponents and every value maps back exactly; the twin of
+        :math:`X \cdot 2^k` is then the twin of X, bit for bit (LMNN's invariance made exact).
+        """
+        med = self._median_squared_length()
+        a = power_of_two(1.0 / math.sqrt(med)) if med > 0 else 1.0
+        dmax = float(np.max(np.abs(self.constraints.delta))) if self.m else 0.0
+        kappa = power_of_two(dmax) if dmax > 0 else 1.0
+        cmax = float(np.max(self.coef)) if self.m else 0.0
+        v = kappa * (power_of_two(cmax) if cmax > 0 else 1.0)
+        return self.rescaled(a, kappa, v)
 
     def regularizer(self, M: np.ndarray) -> float:
         r""":math:`\langle R, M\rangle + \tfrac q2 \|M\|_F^2`."""

@@ -11,6 +11,16 @@ Every :math:`\langle M, A_c\rangle` is written as ``A_svec @ svec(M)`` (upper tr
 off-diagonal coefficients doubled), which cvxpy compiles markedly faster than the full
 :math:`d \times d` form. The duals of "hinge" are the hinge multipliers
 :math:`\alpha_c \in [0, c_c]`, the dual of "psd" is the matrix :math:`Z \succeq 0`.
+
+Certification hooks (``formulations.ladder``):
+
+* ``dual_bound(solution)`` — :meth:`cvxmetric.models.HingeModel.dual_bound` of the "hinge" duals
+  (clipped into :math:`[0, c]`, repaired to exact dual feasibility there), with the objective of
+  the solver's point projected onto the PSD cone as the ``upper`` value its trace bound needs;
+  the same function certifies PDHG and LMNN's constraint generation;
+* ``normalize()`` — the problem of :meth:`~cvxmetric.models.HingeModel.normalization`: data,
+  margins and weights multiplied by powers of two so that difference vectors, margins and hinge
+  coefficients are O(1); :math:`M = b M'` and :math:`f = v f'` map back exactly.
 """
 from __future__ import annotations
 
@@ -18,10 +28,10 @@ import cvxpy as cp
 import numpy as np
 
 from cvxmetric._checks import as_square_symmetric
-from cvxmetric.linalg import svec
+from cvxmetric.linalg import project_psd, svec
 from cvxmetric.models import HingeModel
 
-from .base import Formulation, symmetric_parameter
+from .base import Formulation, Normalization, ReferenceSolution, symmetric_parameter
 
 __all__ = ["build_hinge_problem", "svec_expr", "svec_weights"]
 
@@ -52,7 +62,8 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise") -> Formulat
     Returns
     -------
     Formulation
-        ``variables = {"M", "xi"}``, ``constraints = {"psd", "hinge", "slack_nonneg"}``.
+        ``variables = {"M", "xi"}``, ``constraints = {"psd", "hinge", "slack_nonneg"}``, and the
+        hooks ``dual_bound`` and ``normalize`` (module docstring).
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
@@ -75,6 +86,25 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise") -> Formulat
         P.value = as_square_symmetric(point, "M", d=d)
         return float(value_expr.value)
 
+    def dual_bound(solution: ReferenceSolution):
+        alpha = solution.duals.get("hinge")
+        if alpha is None:
+            return None
+        alpha = np.asarray(alpha, dtype=np.float64).reshape(-1)
+        if alpha.shape != (m,) or not np.all(np.isfinite(alpha)):
+            return None
+        upper = None
+        if solution.point is not None and np.all(np.isfinite(solution.point)):
+            upper = model.value(project_psd(solution.point))
+        return model.dual_bound(alpha, upper=upper)
+
+    def normalize() -> Normalization:
+        tw = model.normalization()
+        b = tw.point_scale
+        return Normalization(formulation=build_hinge_problem(tw.model, method=method),
+                             point_back=lambda P: b * np.asarray(P, dtype=np.float64),
+                             value_scale=tw.value_scale, description=tw.description)
+
     return Formulation(method=method, problem=problem, variables={"M": M, "xi": xi},
                        constraints=cons, point_name="M", evaluate=evaluate, model=model,
-                       info={"A_svec": A})
+                       info={"A_svec": A}, dual_bound=dual_bound, normalize=normalize)

@@ -48,7 +48,8 @@ import numpy as np
 from cvxmetric._checks import as_square_symmetric
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.linalg import svec_outer
-from cvxmetric.mmc import MMCModel, min_form_value, power_of_two
+from cvxmetric.linalg import power_of_two
+from cvxmetric.mmc import MMCModel, min_form_value
 
 from .base import Formulation, Normalization, symmetric_parameter
 from .hinge import svec_expr, svec_weights

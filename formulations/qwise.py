@@ -26,7 +26,7 @@ import numpy as np
 
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.losses import DEFAULT_HUBER_H
-from cvxmetric.mmc import power_of_two
+from cvxmetric.linalg import power_of_two
 from cvxmetric.models import qwise_model
 from cvxmetric.vector_model import VectorModel, qwise_vector_model
 

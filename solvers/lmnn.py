@@ -22,6 +22,10 @@ solution adds every triplet violated (or near-active) outside :math:`W`; the loo
 triplet outside :math:`W` is violated. Then the restricted and the full objective agree at
 :math:`M`, and since the restricted problem drops only non-negative terms its optimum is
 :math:`\le p^*`: a certified lower bound of the last restricted problem is one of the full problem.
+The result (``make_result``) has ``measure == "certified_gap"``: the relative gap between the
+objective over *all* triplets and that bound (:meth:`cvxmetric.models.HingeModel.dual_bound`, on
+the span of the data's differences, so constant features such as digits' border pixels do not
+void it), held to ``certificate_tol``; converged also requires no violated triplet outside W.
 """
 from __future__ import annotations
 
@@ -34,13 +38,15 @@ from cvxmetric._checks import as_data_matrix, as_square_symmetric, check_int_in_
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model, too_many_triplets_message)
 
+from cvxmetric.certificates import relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.linalg import psd_factor
 
+from .pdhg import DEFAULT_CERTIFICATE_TOL as PDHG_CERTIFICATE_TOL
 from .pdhg import DEFAULT_TOL as PDHG_TOL
 from .pdhg import pdhg
-from .result import SolverResult, warn_not_converged
+from .result import SolverResult, make_result
 from .subgradient import projected_subgradient
 
 __all__ = ["solve_lmnn", "IMPOSTOR_MODES", "METHODS", "WS_SLACK", "MAX_ROUNDS", "ROUND_ITER", "MAX_ADD"]
@@ -67,6 +73,10 @@ MAX_ROUNDS = 50
 #: fraction of those active at the optimum, the restricted optimum shrinks M far too much
 #: (objective over all triplets 84,859 vs 3,812 at M = I) and the next working set is huge.
 ROUND_ITER = 64
+#: An empty start (no triplet violated or near-active at M0) is shrunk by halves until one is, at
+#: most this many times (2^-200: any data scale a float can hold); a relative rule, so data scaled
+#: by 1e4 start like the original data.
+MAX_START_HALVINGS = 200
 
 
 def solve_lmnn(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0, impostors: str = "search",
@@ -147,7 +157,8 @@ def solve_lmnn(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0, impost
 def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, max_triplets: int, *,
                            ws_slack: float = WS_SLACK, max_rounds: int = MAX_ROUNDS,
                            round_iter: int = ROUND_ITER, max_add: int = MAX_ADD, callback=None,
-                           tol: float = PDHG_TOL, **pdhg_options) -> SolverResult:
+                           tol: float = PDHG_TOL, certificate_tol: float = PDHG_CERTIFICATE_TOL,
+                           **pdhg_options) -> SolverResult:
     """``method="pdhg"`` of :func:`solve_lmnn`: PDHG on a growing working set (module docstring)."""
     if isinstance(ws_slack, bool) or not isinstance(ws_slack, (int, float, np.floating)) or not ws_slack >= 0:
         raise ValueError(f"ws_slack must be a non-negative number; got {ws_slack!r}")
@@ -180,9 +191,9 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
     model = lmnn_pull_model(search.X, search.target_pairs, mu)
     M = M0
     scale = 1.0
-    while True:  # an empty start (nothing near-active at M0): shrink the start until something is
+    for _ in range(MAX_START_HALVINGS):  # an empty start (nothing near-active at M0): shrink it until something is
         codes, _, _ = candidates(psd_factor(scale * M0))
-        if codes.size or scale < 1e-12:
+        if codes.size:
             break
         scale *= 0.5
     ws_codes = codes
@@ -199,8 +210,8 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
             # warm start: previous multipliers, step size and primal weight (no new power iteration)
             warm = {} if res is None else {"step_size": res.info["step_size"],
                                            "primal_weight": res.info["primal_weight"]}
-            res = pdhg(model, M0=M, y0=y, tol=tol, max_iter=budget, solver_name="lmnn-pdhg",
-                       **{**warm, **pdhg_options})
+            res = pdhg(model, M0=M, y0=y, tol=tol, certificate_tol=certificate_tol, max_iter=budget,
+                       solver_name="lmnn-pdhg", warn=False, **{**warm, **pdhg_options})
         for w in caught:
             if not issubclass(w.category, ConvergenceWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -231,16 +242,26 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
         model = grow(model, new)
         y = np.concatenate([y, np.zeros(model.m - y.size)])
     objective = history[-1] if converged else search.objective(M, mu)   # M may be a reverted point
-    if not converged:
-        warn_not_converged("lmnn-pdhg", n_iter, f"{len(iters)} rounds, {outside} violated triplets outside "
-                           f"the working set, last PDHG stop: {res.info['stop_reason']}")
-    lb = res.info["lower_bound"]
+    # the restricted problem drops non-negative terms: its certified bound is one of the full problem
+    lb = res.lower_bound
     violated_at = int(search.violated_codes(psd_factor(M)).size)
-    return SolverResult(solver="lmnn-pdhg", M=M, w=None, objective=float(objective), n_iter=n_iter,
-                        converged=converged, history=np.asarray(history), time=time.perf_counter() - t_start,
-                        info={"rounds": len(iters), "working_set_sizes": sizes, "working_set_size": int(model.m),
-                              "violated_outside_working_set": outside, "violated_at_solution": violated_at,
-                              "certified": outside == 0, "lower_bound": lb,
-                              "certified_gap": None if lb is None else (objective - lb) / max(1.0, abs(objective)),
-                              "pdhg_iterations": iters, "pdhg_stop_reason": res.info["stop_reason"],
-                              "y": y, "model": model, "n_triplets": search.n_triplets, "impostors": "search"})
+    if converged:
+        stop_reason = "converged"
+    elif outside:
+        stop_reason = "max_iter"
+    else:
+        stop_reason = res.status if res.status != "converged" else "not_certified"
+    measure, measure_value, measure_tol = "certified_gap", None, certificate_tol
+    if res.measure == "kkt_residual":   # no dual bound for the restricted problem (see solvers.pdhg)
+        measure, measure_value, measure_tol = "kkt_residual", (res.measure_value if outside == 0 else np.inf), tol
+    return make_result("lmnn-pdhg", objective=objective, measure=measure, tol=measure_tol,
+                       stop_reason=stop_reason, M=M, measure_value=measure_value, lower_bound=lb,
+                       multipliers=y, n_iter=n_iter, history=history, time=time.perf_counter() - t_start,
+                       detail=(f"{len(iters)} rounds, {outside} violated triplets outside the working set, "
+                               f"last PDHG: {res.message}"),
+                       info={"rounds": len(iters), "working_set_sizes": sizes, "working_set_size": int(model.m),
+                             "violated_outside_working_set": outside, "violated_at_solution": violated_at,
+                             "certified": outside == 0, "lower_bound": lb,
+                             "certified_gap": None if lb is None else relative_gap(objective, lb),
+                             "pdhg_iterations": iters, "pdhg_stop_reason": res.info["stop_reason"],
+                             "y": y, "model": model, "n_triplets": search.n_triplets, "impostors": "search"})

@@ -233,6 +233,9 @@ def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, 
                                                  tol.PSD_FEASIBILITY_TOL)
         if spec.kkt_fast is not None:
             kkt_fast = guard("kkt_fast", spec.kkt_fast, form, point)
+            reason = getattr(kkt_fast, "reason", "")
+            if reason and not (kkt_fast is not None and math.isfinite(kkt_fast)):
+                guard.errors.append(f"kkt_fast: {reason}")
             if fs.kkt_tol is not None and "kkt_fast" not in guard.checks:
                 guard.checks["kkt_fast"] = Check(kkt_fast, fs.kkt_tol)
         if spec.extra_checks is not None:
@@ -285,6 +288,8 @@ def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCach
     instance name is a usage error and raises ``ValueError``.)
     """
     spec = get_spec(method)
+    if spec.load_error is not None:
+        return [_error_row(spec.name, instance, seed, "import", RuntimeError(spec.load_error))]
     cache = cache or _DEFAULT_CACHE
     im = instance_method or find_instance_method(spec, instance)
     try:
@@ -324,7 +329,7 @@ def methods_with_instance(instance: str) -> list[str]:
     out = []
     for m in list_methods():
         spec = get_spec(m)
-        if any(instance in list_instances(im) for im in spec.instance_methods):
+        if spec.load_error is None and any(instance in list_instances(im) for im in spec.instance_methods):
             out.append(m)
     return out
 
@@ -343,6 +348,9 @@ def default_cases(methods: Optional[Iterable[str]] = None, instance: Optional[st
     cases = []
     for m in (methods or list_methods()):
         spec = get_spec(m)
+        if spec.load_error is not None:
+            cases.append((m, None, instance or "-"))
+            continue
         if instance is not None:
             cases.append((m, find_instance_method(spec, instance), instance))
             continue

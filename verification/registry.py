@@ -67,6 +67,9 @@ class MethodSpec:
     truth_rtol : float
         Relative width the certified ground-truth interval must reach
         (``verification.tolerances.TRUTH_RTOL`` unless a method documents another).
+    load_error : str or None
+        Set (by the registry) when the method's module failed to import: the report then shows
+        one failed row with this reason instead of crashing.
     """
 
     name: str
@@ -78,6 +81,7 @@ class MethodSpec:
     extra_checks: Optional[Callable] = None
     extra_rows: Optional[Callable] = None
     truth_rtol: Optional[float] = None
+    load_error: Optional[str] = None
 
 
 _SPECS: dict[str, MethodSpec] = {}
@@ -91,11 +95,22 @@ def _load() -> None:
     from . import methods
 
     for mod in pkgutil.iter_modules(methods.__path__):
-        module = importlib.import_module(f"{methods.__name__}.{mod.name}")
+        try:
+            module = importlib.import_module(f"{methods.__name__}.{mod.name}")
+        except Exception as exc:   # noqa: BLE001 - a broken method fails its row, not the report
+            _SPECS[mod.name] = _broken_spec(mod.name, f"{type(exc).__name__}: {exc}")
+            continue
         specs = list(getattr(module, "SPECS", [])) + ([module.SPEC] if hasattr(module, "SPEC") else [])
         for spec in specs:
             _SPECS[spec.name] = spec
     _LOADED = True
+
+
+def _broken_spec(name: str, error: str) -> MethodSpec:
+    def fail(*args, **kwargs):
+        raise RuntimeError(f"the method module {name!r} failed to import: {error}")
+    return MethodSpec(name=name, instance_methods=(), build=fail, fast_solvers=fail, kkt_truth=fail,
+                      load_error=error)
 
 
 #: Report order of the methods (others follow alphabetically).

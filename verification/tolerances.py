@@ -32,12 +32,6 @@ KKT_TRUTH_TOL = 1e-5
 #: Relative optimality gap (f_fast - p*) / max(1, |p*|) of first-order (subgradient) solvers.
 GAP_FIRST_ORDER = 1e-3
 
-#: Certified relative gap (f(M) - lower bound) / max(1, |f(M)|) of the PDHG solver, where its dual
-#: certificate exists (q > 0, or q = 0 with R positive definite). The certificate lags the true gap
-#: (it repairs the dual feasibility of an approximate multiplier), so it is held to the same
-#: first-order threshold as the gap itself.
-CERTIFIED_GAP_PDHG = 1e-3
-
 #: Relative optimality gap of Newton-type solvers on smooth problems.
 GAP_NEWTON = 1e-6
 
@@ -62,7 +56,7 @@ KKT_FAST_NEWTON = 1e-6
 
 #: For the fast point's KKT problem (measured: a subgradient point at a 2e-4 gap has margins
 #: off by up to ~1e-2 on constraints that are tight at the optimum): a hinge constraint whose margin is within
-#: TIGHT_RTOL * max(1, |delta|) of 0 is "tight" (its multiplier is free in [0, c]); an
+#: TIGHT_RTOL * max(|delta_c|, |<M, A_c>|) of 0 is "tight" (its multiplier is free in [0, c]); an
 #: eigenvalue of M at or below NULLSPACE_RTOL * max(1, lambda_max) spans the null space
 #: where the normal-cone matrix may live.
 TIGHT_RTOL = 1e-2

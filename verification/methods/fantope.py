@@ -35,7 +35,7 @@ from solvers.subgradient import projected_subgradient
 from .. import tolerances as tol
 from ..fantope_checks import lmo_checks, mm_checks, supergradient_checks, uniqueness_checks, zero_gap_checks
 from ..harness import Check
-from ..kkt import certificate_checks, hinge_kkt_fast, hinge_kkt_truth
+from ..kkt import hinge_kkt_fast, hinge_kkt_truth
 from ..registry import FastSolver, MethodSpec
 
 
@@ -198,6 +198,5 @@ SPEC = MethodSpec(
     fast_solvers=_fast,
     kkt_truth=hinge_kkt_truth,
     kkt_fast=_kkt_fast,
-    extra_checks=certificate_checks,
     extra_rows=_extra_rows,
 )

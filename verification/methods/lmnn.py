@@ -35,7 +35,7 @@ def _kkt_fast(form, point):
     return hinge_kkt_fast(form.model, point)
 
 
-def _extra_checks(form, inst, res, refs):
+def _extra_checks(form, inst, res, truth):
     """Certification on the full triplet set, by brute force over the formulation's triplets:
     the number of triplets violated at the returned M that are missing from the working set."""
     if res.info.get("impostors") != "search":   # lmnn-search and lmnn-pdhg grow a working set

@@ -1,0 +1,240 @@
+"""The hinge family's one certificate, its exact rescaling, and scale invariance of PDHG and LMNN.
+
+* ``HingeModel.dual_bound`` is a valid lower bound (<= the certified cvxpy optimum) for any
+  multipliers, including q = 0 with a linear term that is singular on R^d but positive definite on
+  the span of the data's differences (constant features), and with only a trace bound;
+* ``HingeModel.rescaled``/``normalization`` map values and points back exactly;
+* Qwise-PDHG (weights x 1e-6; "pull" data x 1e-4..1e4, where the model is invariant) and
+  LMNN-PDHG (data x 1e-4..1e4) give the same certified answer, or converged=False with a warning;
+* the ground truth of LMNN at X x 1e-3 / 1e3 agrees with the unscaled one (the normalized rung);
+* the fast-point KKT residual is finite and scale-free at features x 1e3 and never raises;
+* a hypothesis property over random tiny hinge models.
+"""
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cvxmetric import ConstraintSet, ConvergenceWarning
+from cvxmetric.certificates import relative_difference, relative_gap
+from cvxmetric.hinge import QuadrupletGeometry
+from cvxmetric.instances import get_instance
+from cvxmetric.linalg import random_psd
+from cvxmetric.models import HingeModel, pull_matrix, qwise_model
+from formulations.hinge import build_hinge_problem
+from formulations.ladder import solve_certified
+from formulations.lmnn import build_lmnn
+from solvers.lmnn import solve_lmnn
+from solvers.pdhg import pdhg
+from verification.kkt import hinge_kkt_fast
+
+#: Scales of the invariance tests (issue 8): data, and all hinge weights.
+DATA_SCALES = (1e-4, 1e-2, 1e2, 1e4)
+WEIGHT_SCALE = 1e-6
+#: Certified optima of rescaled problems agree to this (the ladder certifies to TRUTH_RTOL).
+TRUTH_RTOL = 1e-7
+AGREE_RTOL = 1e-4
+
+
+def _solve(fn, *args, **kw):
+    """Run a solver; return (result, warned) with ConvergenceWarnings recorded."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = fn(*args, **kw)
+    return res, any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def _same_certified_answer(res, warned, reference, rtol):
+    """The invariance verdict: converged with the reference value (and a bound below it), or a
+    non-converged result that said so."""
+    if not res.converged:
+        assert warned and res.status != "converged"
+        return
+    assert not warned
+    assert res.measure == "certified_gap" and res.certified_gap <= res.tol
+    assert abs(relative_difference(res.objective, reference)) <= rtol
+    assert res.lower_bound <= reference * (1 + TRUTH_RTOL)
+
+
+# ----------------------------------------------------------------------------- the certificate
+def _constant_feature_lmnn():
+    """LMNN data with a constant feature and a duplicated one: the pull matrix is singular on R^d
+    (no certificate existed), positive definite on the span of the differences."""
+    inst = get_instance("lmnn", "iris-sub")
+    X = np.column_stack([inst.X, np.full(len(inst.X), 3.0), inst.X[:, 0]])
+    return X, inst.y, {k: inst.params[k] for k in ("k", "mu", "margin")}
+
+
+def test_certificate_on_the_data_span_with_constant_features():
+    X, y, p = _constant_feature_lmnn()
+    form = build_lmnn(X, y, **p)
+    model = form.model
+    assert np.linalg.eigvalsh(model.R)[0] <= 1e-12 * np.linalg.norm(model.R)   # singular on R^d
+    truth = solve_certified(form, TRUTH_RTOL)
+    assert truth.certified
+    res = solve_lmnn(X, y, method="pdhg", **p)
+    assert res.converged and res.measure == "certified_gap"
+    assert res.lower_bound <= truth.bounds.upper * (1 + TRUTH_RTOL)
+    assert abs(relative_difference(res.objective, truth.bounds.upper)) <= 1e-3
+    # Clarabel's own multipliers certify the optimum through the core function
+    sol = form.solve("CLARABEL")
+    assert relative_gap(truth.bounds.upper, model.dual_bound(sol.duals["hinge"])) <= 1e-5
+
+
+def test_trace_bound_certifies_a_singular_linear_term():
+    """q = 0, R = 0 on the span, similar pairs present: only the trace bound (from a feasible
+    value) certifies; without ``upper`` there is no bound for a non-feasible multiplier."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((12, 3))
+    cons = (ConstraintSet.from_pairs(np.array([[0, 1], [2, 3], [4, 5], [6, 7]]), similar=True, bound=0.5)
+            + ConstraintSet.from_pairs(np.array([[0, 8], [1, 9], [2, 10], [3, 11]]), similar=False, bound=2.0)
+            + ConstraintSet.from_quadruplets([[0, 1, 2, 9], [4, 5, 6, 11], [1, 3, 7, 8]]))
+    model = HingeModel(QuadrupletGeometry(X, cons), np.ones(len(cons)), np.zeros((3, 3)), 0.0)
+    assert model.has_certificate
+    truth = solve_certified(build_hinge_problem(model), TRUTH_RTOL)
+    assert truth.certified
+    y = np.full(model.m, 0.5)
+    assert model.dual_bound(y, upper=truth.bounds.upper) <= truth.bounds.upper * (1 + 1e-9)
+    res = pdhg(model)
+    assert res.converged and res.lower_bound <= truth.bounds.upper * (1 + TRUTH_RTOL)
+
+
+def test_rescaling_is_exact_and_normalization_is_a_power_of_two_shift():
+    inst = get_instance("qwise", "iris-mixed")
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    M = random_psd(model.d, seed=0)
+    tw = model.rescaled(0.375, 2.5, 7.0)
+    assert math.isclose(model.value(tw.point_scale * M), tw.value_scale * tw.model.value(M), rel_tol=1e-12)
+    a = model.normalization()
+    b = qwise_model(inst.X * 2.0 ** 10, inst.constraints, **inst.params).normalization()
+    np.testing.assert_array_equal(a.model.geometry.X, b.model.geometry.X)   # bit for bit
+    assert model.value(a.point_scale * M) == a.value_scale * a.model.value(M)
+
+
+# ----------------------------------------------------------------------------- invariance
+def test_qwise_pdhg_weights_times_1e6():
+    """All weights x 1e-6 (the same minimiser): the same certified answer, value x 1e-6."""
+    inst = get_instance("qwise", "iris-mixed")
+    p = dict(inst.params)
+    base, _ = _solve(pdhg, qwise_model(inst.X, inst.constraints, **p))
+    assert base.converged
+    for key in ("C_Q", "C_P", "reg_weight"):
+        p[key] = p.get(key, 1.0) * WEIGHT_SCALE
+    res, warned = _solve(pdhg, qwise_model(inst.X, inst.constraints, **p))
+    _same_certified_answer(res, warned, WEIGHT_SCALE * base.objective, 1e-3)
+    assert res.n_iter == base.n_iter   # the iterates are equivariant, not merely close
+
+
+@pytest.mark.parametrize("scale", DATA_SCALES)
+def test_qwise_pdhg_pull_data_scaling(scale):
+    """Qwise with the "pull" regularizer is invariant under X -> sX (M -> M / s^2)."""
+    inst = get_instance("qwise", "syn-d5")
+    pull = np.column_stack([np.arange(40), np.arange(1, 41)])
+    kw = dict(regularizer="pull", C_Q=inst.params["C_Q"], pull_pairs=pull)
+    truth = solve_certified(build_hinge_problem(qwise_model(inst.X, inst.constraints, **kw)), TRUTH_RTOL)
+    assert truth.certified
+    res, warned = _solve(pdhg, qwise_model(inst.X * scale, inst.constraints, **kw))
+    _same_certified_answer(res, warned, truth.bounds.upper, 1e-3)
+
+
+@pytest.mark.parametrize("scale", DATA_SCALES)
+def test_lmnn_pdhg_data_scaling(scale):
+    inst = get_instance("lmnn", "iris-sub")
+    p = {k: inst.params[k] for k in ("k", "mu", "margin")}
+    truth = solve_certified(build_lmnn(inst.X, inst.y, **p), TRUTH_RTOL)
+    res, warned = _solve(solve_lmnn, inst.X * scale, inst.y, method="pdhg", **p)
+    _same_certified_answer(res, warned, truth.bounds.upper, 1e-3)
+
+
+@pytest.mark.parametrize("scale", (1e-3, 1e3))
+def test_lmnn_ground_truth_is_scale_invariant(scale):
+    """Clarabel on the raw problem was 47 % off at X x 1e-3; the ladder's normalized rung certifies."""
+    inst = get_instance("lmnn", "wine-sub")
+    p = {k: inst.params[k] for k in ("k", "mu", "margin")}
+    ref = solve_certified(build_lmnn(inst.X, inst.y, **p), TRUTH_RTOL)
+    got = solve_certified(build_lmnn(inst.X * scale, inst.y, **p), TRUTH_RTOL)
+    assert ref.certified and got.certified
+    assert abs(relative_difference(got.bounds.upper, ref.bounds.upper)) <= AGREE_RTOL
+    assert got.bounds.lower <= ref.bounds.upper * (1 + TRUTH_RTOL)
+
+
+# ----------------------------------------------------------------------------- fast-point KKT
+@pytest.mark.parametrize("scale", (1e-3, 1e3))
+def test_fast_kkt_is_scale_free_and_never_raises(scale):
+    inst = get_instance("qwise", "syn-d5")
+    kw = dict(regularizer="pull", C_Q=inst.params["C_Q"], pull_pairs=np.column_stack([np.arange(40), np.arange(1, 41)]))
+    m1 = qwise_model(inst.X, inst.constraints, **kw)
+    ms = qwise_model(inst.X * scale, inst.constraints, **kw)
+    res, _ = _solve(pdhg, m1)
+    r1 = hinge_kkt_fast(m1, res.M)
+    rs = hinge_kkt_fast(ms, res.M / scale ** 2)
+    assert r1.reason == "" and rs.reason == ""
+    assert math.isclose(r1, rs, rel_tol=1e-3, abs_tol=1e-8)
+    bad = hinge_kkt_fast(m1, np.full((m1.d, m1.d), np.nan))
+    assert math.isnan(bad) and "failed" in bad.reason
+
+
+# ----------------------------------------------------------------------------- property
+@st.composite
+def tiny_models(draw):
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    d = draw(st.integers(2, 4))
+    n = 10
+    X = rng.standard_normal((n, d)) * draw(st.sampled_from([1e-3, 1.0, 1e3]))
+    if draw(st.booleans()):
+        X[:, -1] = 1.0   # a constant feature
+    m_q, m_p = draw(st.integers(1, 20)), draw(st.integers(0, 10))
+    quads = rng.integers(0, n, (m_q, 4))
+    quads[:, 1] = (quads[:, 0] + 1 + rng.integers(0, n - 1, m_q)) % n
+    cons = ConstraintSet.from_quadruplets(quads, delta=rng.uniform(0.1, 2.0, m_q))
+    if m_p:
+        pairs = np.column_stack([rng.integers(0, n, m_p), rng.integers(0, n, m_p)])
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        if len(pairs):
+            half = len(pairs) // 2
+            if half:
+                cons = cons + ConstraintSet.from_pairs(pairs[:half], similar=True, bound=0.5)
+            cons = cons + ConstraintSet.from_pairs(pairs[half:], similar=False, bound=2.0)
+    kind = draw(st.sampled_from(["trace", "pull", "frobenius", "pull-singular"]))
+    coef = rng.uniform(0.1, 2.0, len(cons)) * draw(st.sampled_from([1e-6, 1.0, 1e3]))
+    q = 0.0
+    if kind == "trace":
+        R = np.eye(d)
+    elif kind == "frobenius":
+        R, q = np.zeros((d, d)), 1.0
+    else:
+        k = n - 1 if kind == "pull" else 1
+        R = pull_matrix(X, np.column_stack([np.arange(k), np.arange(1, k + 1)]))
+    return HingeModel(QuadrupletGeometry(X, cons), coef, R, q, name=kind), seed
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_models())
+def test_random_tiny_models_certificates_are_valid(case):
+    """Converged implies certified gap <= tol; every core dual bound is <= the certified optimum."""
+    model, seed = case
+    truth = solve_certified(build_hinge_problem(model), TRUTH_RTOL)
+    if truth.bounds.upper is None:
+        return
+    p_up = truth.bounds.upper
+    slack = 1e-7 * abs(p_up) + 1e-12 * float(np.sum(model.coef))
+    rng = np.random.default_rng(seed)
+    for y in (rng.uniform(0, 1, model.m) * model.coef, model.coef, np.zeros(model.m)):
+        b = model.dual_bound(y, upper=p_up)
+        assert b is None or b <= p_up + slack
+    res, warned = _solve(pdhg, model, max_iter=4000)
+    if res.lower_bound is not None:
+        assert res.lower_bound <= p_up + slack
+    if res.converged:
+        assert not warned
+        assert res.measure_value <= res.tol
+        if res.measure == "certified_gap":
+            assert relative_gap(res.objective, res.lower_bound) <= res.tol
+        if truth.certified and res.measure == "certified_gap":
+            assert relative_difference(res.objective, p_up) <= res.tol + 2 * TRUTH_RTOL
+    else:
+        assert warned
