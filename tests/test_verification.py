@@ -212,3 +212,11 @@ def test_seeded_instances_differ_and_are_reproducible():
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
         get_instance("qwise", "syn-d5", seed=-1)
     assert math.isfinite(float(b.X.sum()))
+
+
+def test_a_method_module_that_fails_to_import_fails_its_row(monkeypatch, capsys):
+    broken = registry._broken_spec("ghost", "ImportError: no module named 'nowhere'")
+    monkeypatch.setitem(registry._SPECS, "ghost", broken)
+    assert main(["--method", "ghost", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "failed to import" in out and "no module named 'nowhere'" in out

@@ -62,7 +62,7 @@ class Check:
 
     @property
     def passed(self) -> bool:
-        return self.value is not None and math.isfinite(self.value) and self.low <= self.value <= self.tol
+        return bool(self.value is not None and math.isfinite(self.value) and self.low <= self.value <= self.tol)
 
     def as_dict(self) -> dict:
         return {"value": _num(self.value), "tol": self.tol, "passed": bool(self.passed)}
@@ -289,7 +289,8 @@ def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCach
     """
     spec = get_spec(method)
     if spec.load_error is not None:
-        return [_error_row(spec.name, instance, seed, "import", RuntimeError(spec.load_error))]
+        return [_error_row(spec.name, instance, seed, "import",
+                           RuntimeError(f"the method module failed to import: {spec.load_error}"))]
     cache = cache or _DEFAULT_CACHE
     im = instance_method or find_instance_method(spec, instance)
     try:
