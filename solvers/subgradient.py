@@ -61,11 +61,11 @@ every epoch; the best bound seen is kept (every one is a valid lower bound). ``c
 (``q = 0`` and a singular linear term whose repair fails) the method runs to its limits and
 returns ``converged=False`` with a :class:`~cvxmetric.exceptions.ConvergenceWarning`.
 
-With an extra term (a non-convex objective) the caller passes ``certify``: a bound that is
-specific to the point it is given (the Fantope alg. 2 uses the lower bound of the convex
-majorizer that is tight at that point, see :mod:`solvers.fantope_subgradient`); it is then
-recomputed for the current best point and the result's measure is ``measure`` (a KKT-type
-residual), not a certified gap on the optimum.
+With an extra term (a non-convex objective) no bound on the optimum exists; the caller passes
+``stationarity``: a relative stationarity residual of the best point computed from the same
+ergodic averages (of the multipliers and of the extra term's gradients; the Fantope alg. 2 uses
+the gap of a convex majorizer, see :mod:`solvers.fantope_subgradient`). It is re-evaluated for
+the current best point and the result's measure is ``"kkt_residual"``.
 
 Implicit constraint sets
 ------------------------
@@ -99,7 +99,7 @@ from cvxmetric.linalg import project_psd
 from cvxmetric.models import HingeModel
 
 from . import pdhg as _pdhg
-from .result import MEASURES, SolverResult, make_result
+from .result import SolverResult, make_result
 
 __all__ = ["projected_subgradient", "hinge_dual_bound", "STEP_SCALE", "FIRST_EPOCH", "DEFAULT_TOL",
            "RECHECK_EVERY", "AUTO_ACTIVE_SET_MIN", "CERTIFY_EVERY"]
@@ -126,7 +126,7 @@ CERTIFY_EVERY = 50
 
 ExtraTerm = Callable[[np.ndarray, np.ndarray, np.ndarray], "tuple[float, np.ndarray]"]
 ConstraintOracle = Callable[[np.ndarray, np.ndarray, np.ndarray], "tuple[object, np.ndarray] | None"]
-Certify = Callable[[HingeModel, np.ndarray, np.ndarray, np.ndarray, np.ndarray], Optional[float]]
+Stationarity = Callable[[HingeModel, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], float]
 
 
 def hinge_dual_bound(model: HingeModel, y: np.ndarray) -> Optional[float]:
@@ -155,17 +155,25 @@ def _initial_scale(model: HingeModel) -> float:
 
 
 class _Ergodic:
-    r"""Running :math:`\sum_t w_t y_t` and :math:`\sum_t w_t` (rows appended by an oracle start at 0)."""
+    r"""Running :math:`\sum_t w_t y_t`, :math:`\sum_t w_t \nabla e_t` and :math:`\sum_t w_t`.
+
+    Rows appended by an oracle start at 0.
+    """
 
     def __init__(self, m: int):
         self.y_sum = np.zeros(m)
+        self.e_sum = 0.0
         self.w_sum = 0.0
 
-    def add(self, w: float, y: np.ndarray) -> None:
+    def add(self, w: float, y: np.ndarray, e=0.0) -> None:
         if y.size > self.y_sum.size:
             self.y_sum = np.concatenate([self.y_sum, np.zeros(y.size - self.y_sum.size)])
         self.y_sum += w * y
+        self.e_sum = self.e_sum + w * e
         self.w_sum += w
+
+    def extra_mean(self):
+        return None if self.w_sum <= 0.0 else self.e_sum / self.w_sum
 
     def mean(self, m: int) -> Optional[np.ndarray]:
         if self.w_sum <= 0.0:
@@ -181,9 +189,8 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
                           solver_name: str = "projected-subgradient",
                           oracle: Optional[ConstraintOracle] = None,
                           callback: Optional[Callable[[int, np.ndarray, float], None]] = None,
-                          time_limit: Optional[float] = None, certify: Optional[Certify] = None,
-                          certify_every: int = CERTIFY_EVERY, measure: str = "certified_gap",
-                          warn: bool = True) -> SolverResult:
+                          time_limit: Optional[float] = None, stationarity: Optional[Stationarity] = None,
+                          certify_every: int = CERTIFY_EVERY, warn: bool = True) -> SolverResult:
     r"""Minimise a hinge model (plus an optional extra term) over the PSD cone.
 
     Parameters
@@ -200,7 +207,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         stops an uncertified method.
     tol : float
         Tolerance of the measure: the certified relative gap (module docstring), or the
-        ``certify``-based residual with an extra term.
+        ``stationarity`` residual with an extra term.
     step_scale : float
         Epoch step length relative to :math:`\|M_{\text{best}}\|_F`.
     first_epoch : int
@@ -220,18 +227,15 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         ``callback(iteration, M, objective)`` after every iteration.
     time_limit : float, optional
         Wall-clock limit in seconds (checked every iteration).
-    certify : callable, optional
-        ``certify(model, y, M, lam, V) -> float or None``: the bound the measure compares the
-        objective with, from the ergodic multipliers ``y`` of ``model`` (the working-set model).
-        Default without ``extra``: :func:`hinge_dual_bound` (a certified lower bound on the
-        optimum, valid at every point). With ``extra`` the bound is taken as specific to the
-        point ``M`` given (the best point) and recomputed when the best point changes; without
-        ``certify`` an ``extra`` objective is never certified.
+    stationarity : callable, optional
+        With ``extra`` only: ``stationarity(model, y, ebar, M, lam, V) -> float``, a relative
+        stationarity residual of the best point ``M`` (``lam, V = eigh(M)``) computed from the
+        ergodic multipliers ``y`` (rows of ``model``, the working-set model) and the same
+        average ``ebar`` of the extra term's gradients; the result's measure is then
+        ``"kkt_residual"`` (the smallest residual found for the returned point). Without it an
+        ``extra`` objective is never certified (``converged=False``).
     certify_every : int
         Iterations between two certificate evaluations inside an epoch.
-    measure : {"certified_gap", "kkt_residual"}
-        What the certificate's relative gap measures (``"kkt_residual"`` for a stationarity
-        measure of a non-convex objective: then ``lower_bound`` is not reported).
     warn : bool
         Issue the :class:`~cvxmetric.exceptions.ConvergenceWarning` of an uncertified result
         (inner solves of an outer loop pass False).
@@ -259,21 +263,17 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     step_scale = check_positive(step_scale, "step_scale")
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
-    if measure not in MEASURES:
-        raise ValueError(f"measure must be one of {MEASURES}; got {measure!r}")
     if active_set not in (True, False, "auto"):
         raise ValueError(f"active_set must be True, False or 'auto'; got {active_set!r}")
-    if certify is not None and not callable(certify):
-        raise TypeError(f"certify must be callable; got {type(certify).__name__}")
+    if stationarity is not None and not callable(stationarity):
+        raise TypeError(f"stationarity must be callable; got {type(stationarity).__name__}")
     use_ws = active_set is True or (active_set == "auto" and model.m >= AUTO_ACTIVE_SET_MIN)
     if oracle is not None:
         if not callable(oracle):
             raise TypeError(f"oracle must be callable; got {type(oracle).__name__}")
         use_ws = False  # the model rows are the working set; the oracle is the full check
-    point_specific = extra is not None
-    if certify is None and extra is None:
-        def certify(mod, y, M, lam, V):
-            return hinge_dual_bound(mod, y)
+    convex = extra is None
+    measure = "certified_gap" if convex else "kkt_residual"
 
     t_start = time.perf_counter()
     d = model.d
@@ -338,20 +338,26 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     ws_rows = np.flatnonzero(working)
     ws_geom = model.geometry.subset(ws_rows) if use_ws else None
 
-    # the certificate: the best bound (global, or for the current best point), its multipliers
-    cert = {"lb": -math.inf, "y": None, "model": model, "for": None}
+    # the certificate: the best dual bound and its multipliers (convex: valid at every point), or
+    # the smallest stationarity residual of the current best point (extra term: point-specific)
+    cert = {"lb": -math.inf, "y": None, "model": model, "rho": math.inf, "for": None}
 
-    def certify_with(y) -> float:
-        """Evaluate the bound at multipliers y; return the measure at the best point."""
-        if certify is None:
-            return math.inf
-        if point_specific and cert["for"] is not best:
-            cert.update(lb=-math.inf, y=None, model=model, **{"for": best})
-        if y is not None:
-            lb = certify(model, y, *best)
-            if lb is not None and math.isfinite(lb) and lb > cert["lb"]:
-                cert.update(lb=float(lb), y=np.array(y), model=model)
-        return relative_gap(best_f, cert["lb"]) if cert["lb"] > -math.inf else math.inf
+    def certify_with(ergo) -> float:
+        """Evaluate the certificate at the averages of ``ergo``; return the measure at the best point."""
+        y = None if ergo is None else ergo.mean(model.m)
+        if convex:
+            if y is not None:
+                lb = hinge_dual_bound(model, y)
+                if lb is not None and math.isfinite(lb) and lb > cert["lb"]:
+                    cert.update(lb=float(lb), y=y, model=model)
+            return relative_gap(best_f, cert["lb"]) if cert["lb"] > -math.inf else math.inf
+        if cert["for"] is not best:
+            cert.update(rho=math.inf, y=None, model=model, **{"for": best})
+        if stationarity is not None and y is not None:
+            rho = float(stationarity(model, y, ergo.extra_mean(), *best))
+            if rho < cert["rho"]:
+                cert.update(rho=rho, y=y, model=model)
+        return cert["rho"]
 
     def out_of_time() -> bool:
         return time_limit is not None and time.perf_counter() - t_start > time_limit
@@ -397,13 +403,15 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
                     f0 = full_value(M, lam, V)
                     if f0 <= best_f:
                         best_f, best = f0, (M, lam, V)
-                    gap = certify_with(hinge.coef * hinge.active)
+                    at_point = _Ergodic(model.m)
+                    at_point.add(1.0, hinge.coef * hinge.active, ext_grad)
+                    gap = certify_with(at_point)
                     done = gap <= tol
                 break
             w = (step0 / np.sqrt(t)) / gnorm
-            ergodic.add(w, hinge.coef * hinge.active)
+            ergodic.add(w, hinge.coef * hinge.active, ext_grad)
             if 2 * t > epoch_len:
-                tail.add(w, hinge.coef * hinge.active)
+                tail.add(w, hinge.coef * hinge.active, ext_grad)
             M, lam, V = project_psd(M - w * g, return_eig=True)
             lam = np.maximum(lam, 0.0)
             n_iter += 1
@@ -440,8 +448,8 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             if callback is not None:
                 callback(n_iter, M, f)
             if t % certify_every == 0 and cand is None:
-                gap = certify_with(ergodic.mean(model.m))
-                gap = certify_with(tail.mean(model.m))
+                certify_with(ergodic)
+                gap = certify_with(tail)
                 if gap <= tol:
                     done = True
                     break
@@ -450,8 +458,8 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
             if cf < best_f:
                 best_f, best = cf, cand
         if not zero_subgradient:
-            gap = certify_with(ergodic.mean(model.m))
-            gap = certify_with(tail.mean(model.m))
+            certify_with(ergodic)
+            gap = certify_with(tail)
             done = done or gap <= tol
         if zero_subgradient:
             break
@@ -461,17 +469,19 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     if oracle is not None:
         model = with_oracle(M_best, lam_b, V_b)  # the objective over the whole implicit set
     objective = model.value(M_best) + extra_at(M_best, lam_b, V_b)[0]
-    lb = cert["lb"] if cert["lb"] > -math.inf else None
-    value = relative_gap(objective, lb) if lb is not None else math.inf
+    lb = cert["lb"] if convex and cert["lb"] > -math.inf else None
+    if convex:
+        value = relative_gap(objective, lb) if lb is not None else math.inf
+    else:
+        value = cert["rho"] if cert["for"] is best else math.inf
     stop = "time_limit" if timed_out else ("max_iter" if n_iter >= max_iter else "stalled")
     info = {"epochs": epochs, "full_checks": full_checks, "active_set": use_ws,
             "working_set_size": int(model.m if oracle is not None else working.sum()),
             "step0": step0, "zero_subgradient": zero_subgradient, "certificate_model": cert["model"],
-            "stationarity_bound": lb if point_specific else None,
             **({"model": model, "oracle_calls": oracle_calls, "max_working_set": max_ws,
                 "violated_at_solution": model.m - base_model.m} if oracle is not None else {})}
-    detail = "" if lb is not None else "no certificate (no dual bound from the ergodic multipliers)"
+    detail = "" if math.isfinite(value) else "no certificate (no dual bound from the ergodic multipliers)"
     return make_result(solver_name, objective=objective, measure=measure, tol=tol, stop_reason=stop,
-                       M=M_best, measure_value=value, lower_bound=None if point_specific else lb,
+                       M=M_best, measure_value=value, lower_bound=lb,
                        multipliers=cert["y"], n_iter=n_iter, history=history,
                        time=time.perf_counter() - t_start, info=info, detail=detail, warn=warn)
