@@ -395,6 +395,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
                     refresh(M, lam, V)
                     hinge.update(M)
                     if np.linalg.norm(model.regularizer_grad(M) + hinge.G + ext_grad) > 0:
+                        ergodic, tail = _Ergodic(model.m), _Ergodic(model.m)   # new rows: restart
                         continue
                     zero_subgradient = True
                 elif not use_ws or np.all(working):
