@@ -30,9 +30,10 @@ critical-point condition of the DC program (the same measure as alg. 2's,
 lower bound of a convex problem and the objective at a PSD point. Every inner solve of the
 bound at :math:`W(M^n)` is thus also the certificate of :math:`M^n`; the loop stops as soon as
 :math:`\rho(M^n) \le` ``tol`` and returns that certified :math:`M^n`. An inner solve whose own
-certificate lags (e.g. features scaled by 1e6) cannot give a small :math:`\rho`: the outer result is
-then ``converged=False`` (status ``"inner_not_converged"`` when the last inner solve was not
-certified, else ``"max_iter"``), never a converged outer loop over unconverged inner solves.
+certificate lags (e.g. features scaled by 1e6) cannot give a small :math:`\rho`: the loop stops after
+the first inner solve that ends uncertified (its step is kept: it still decreases :math:`\varphi`) with
+``converged=False`` and status ``"inner_not_converged"`` — never a converged outer loop over
+unconverged inner solves; ``max_outer`` and ``time_limit`` stop it otherwise.
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def _multipliers(res: SolverResult):
 
 
 def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX_OUTER,
-               tol: float = MM_TOL, inner: str = "pdhg", inner_options: dict | None = None) -> SolverResult:
+               tol: float = MM_TOL, inner: str = "pdhg", inner_options: dict | None = None,
+               time_limit: float | None = None) -> SolverResult:
     r"""Majorization–minimization with the fast inner solver.
 
     Parameters
@@ -103,6 +105,8 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     inner_options : dict, optional
         Options of the inner solver for every inner solve (default ``tol`` =
         ``INNER_TOL_FRACTION * tol``, and for PDHG ``certificate_tol`` the same).
+    time_limit : float, optional
+        Wall-clock limit in seconds for the whole run (each inner solve gets the time left).
 
     Returns
     -------
@@ -121,6 +125,8 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
         raise TypeError(f"model must be a FantopeModel; got {type(model).__name__}")
     max_outer = check_int_in_range(max_outer, "max_outer", 1, 10**6)
     tol = check_positive(tol, "tol")
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
     if inner not in INNER_SOLVERS:
         raise ValueError(f"inner must be one of {sorted(INNER_SOLVERS)}; got {inner!r}")
     solve_bound = INNER_SOLVERS[inner]
@@ -144,9 +150,16 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     certified = None        # (M, phi, rho, L, y) of the last iterate whose bound was solved
     y_prev = None
     last_inner_ok = True
+    timed_out = False
     for _ in range(max_outer):
         bound = model.bound(W)
         opts = dict(inner_opts)
+        if time_limit is not None:
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                timed_out = True
+                break
+            opts["time_limit"] = min(left, opts.get("time_limit", left))
         if inner == "pdhg" and y_prev is not None and "y0" not in (inner_options or {}):
             opts["y0"] = y_prev
         with warnings.catch_warnings():
@@ -176,6 +189,8 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
         inner_ok.append(res.converged)
         phi.append(model.value(M))
         W, tight = fantope_projector(M, model.k), True
+        if not last_inner_ok:
+            break     # the inner solver spent its budget uncertified: no later rho can be trusted more
     if certified is not None and rhos and rhos[-1] <= tol:
         # the certifying solve is recorded like the others: its bound point W(M) and the bound's
         # value at the returned point M (= phi(M), the bound being tight there)
@@ -186,8 +201,9 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     if certified is not None:
         M_out, phi_out, rho_out, lb_out, y_out, W_out = certified
     else:
-        M_out, phi_out, rho_out, lb_out, y_out, W_out = M, model.value(M), math.inf, None, y_prev, W
-    stop = "max_iter" if last_inner_ok else "inner_not_converged"
+        M_out = M if M is not None else np.zeros((model.d, model.d))   # no inner solve ran
+        phi_out, rho_out, lb_out, y_out, W_out = model.value(M_out), math.inf, None, y_prev, W
+    stop = "time_limit" if timed_out else ("max_iter" if last_inner_ok else "inner_not_converged")
     return make_result("fantope-mm", objective=phi_out, measure="kkt_residual", tol=tol, stop_reason=stop,
                        M=M_out, measure_value=rho_out, multipliers=y_out, n_iter=len(Ws), history=phi,
                        time=time.perf_counter() - t0,

@@ -29,7 +29,7 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
 
     Model parameters as in :func:`formulations.qwise.build_qwise`. ``method="subgradient"``
     (thesis alg. 1) passes ``options`` to :func:`solvers.subgradient.projected_subgradient`
-    (``max_iter``, ``tol``, ``active_set``, ...); ``method="pdhg"`` to :func:`solvers.pdhg.pdhg`
+    (``max_iter``, ``tol`` — the certified relative gap it stops at —, ``active_set``, ...); ``method="pdhg"`` to :func:`solvers.pdhg.pdhg`
     (``max_iter``, ``tol``, ``time_limit``, ``M0``, ``y0``, ...), whose ``info`` also holds the hinge
     multipliers and a certified lower bound.
     """
