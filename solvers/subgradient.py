@@ -112,7 +112,7 @@ STEP_SCALE = 0.25
 FIRST_EPOCH = 100
 #: Certified relative gap at which the method stops: half the harness' first-order gap
 #: threshold (verification.tolerances.GAP_FIRST_ORDER = 1e-3), about the accuracy the old
-#: heuristic rule reached (it stopped near 3e-4), now proved. Measured: 300-11,000 iterations
+#: heuristic rule reached (it stopped near 3e-4), now proved. Measured: 300-18,000 iterations
 #: on the default Qwise, LMNN and Fantope-bound instances; every factor 10 below costs ~10-50x
 #: more (an O(1/sqrt(T)) method).
 DEFAULT_TOL = 5e-4
