@@ -174,3 +174,28 @@ def test_property_converged_implies_certified(seed, d, m, log_scale, log_weight)
         assert res.lower_bound / c <= p + SLACK * abs(p)
     if res.converged:
         assert relative_difference(res.objective / c, p) <= res.tol + SLACK
+
+
+# ----------------------------------------------------------------------------- never raises
+def test_failed_sdps_become_failed_checks_with_reasons(monkeypatch):
+    """A solver failure in any theorem SDP or in the reference MM: rows with reasons, no traceback."""
+    import verification.fantope_checks as fc
+    from verification.methods import fantope as spec
+
+    def broken(*args, **kwargs):
+        raise fc.CheckFailure("simulated: CLARABEL ended with status 'infeasible'")
+
+    def broken_reference(*args, **kwargs):
+        raise RuntimeError("simulated reference failure")
+
+    monkeypatch.setattr(fc, "_solve", broken)
+    monkeypatch.setattr(fc, "fantope_mm_reference", broken_reference)
+    assert "simulated" in fc.lmo_checks(np.eye(3), 1)["error"]
+    inst = _instance(seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        rows = spec._extra_rows(inst)
+    assert len(rows) == 7
+    for row in rows:
+        assert not row["passed"]
+        assert any("simulated" in e for e in row["errors"]), row["solver"]
