@@ -251,7 +251,10 @@ def uniqueness_checks(M, k: int, *, lmo_solution=None, solver: str = "CLARABEL")
     g = eigengap(M, k)
     W = fantope_projector(M, k)
     if lmo_solution is None:
-        lmo_solution = lmo_checks(M, k, solver=solver)["lmo_solution"]
+        lmo = lmo_checks(M, k, solver=solver)
+        if "error" in lmo:
+            raise CheckFailure(lmo["error"])
+        lmo_solution = lmo["lmo_solution"]
     eps = tol.FACE_EPS * _scale(M)
     spread = _solve(build_lmo_face_spread(M, k, W, eps), solver).value if np.isfinite(g) else 0.0
     return {"eigengap": g, "lmo_dist": float(np.linalg.norm(lmo_solution - W)),
