@@ -217,7 +217,7 @@ def superdifferential_min(M, k: int, D, *, cluster_rtol: float = 1e-9) -> float:
 
 
 def directional_derivative(M, k: int, D, *, step: float = tol.FD_STEP) -> float:
-    r"""Forward difference :math:`(R(M + tD) - R(M)) / t`, :math:`t` = ``step`` :math:`\max(1, \|M\|_2) / \|D\|_2`."""
+    r"""Forward difference :math:`(R(M + tD) - R(M)) / t`, :math:`t` = ``step`` :math:`\|M\|_2 / \|D\|_2`."""
     M = as_square_symmetric(M, "M")
     D = as_square_symmetric(D, "D", d=M.shape[0])
     t = step * _scale(M) / max(float(np.linalg.norm(D, 2)), 1e-300)
