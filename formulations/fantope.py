@@ -18,30 +18,40 @@ r"""Fantope regularization in cvxpy (thesis ch. 3, DESIGN §5.5): bound, LMO, MM
   :math:`\min_X R(M) + \langle F, X - M\rangle - R(X)` over :math:`\{X \succeq 0, \mathrm{tr}\,X \le \tau\}`
   (convex: :math:`-R` is convex), :math:`\ge 0` iff :math:`F` is a supergradient on that set;
 * :func:`fantope_mm_reference` — the reference DC solver, majorization–minimization (thesis
-  alg. 3): :math:`M^{n+1} \in \mathrm{argmin}_{M \succeq 0} \hat\varphi(M; W(M^n))`, one cvxpy solve per step.
+  alg. 3): :math:`M^{n+1} \in \mathrm{argmin}_{M \succeq 0} \hat\varphi(M; W(M^n))`, one certified
+  solve per step (:func:`formulations.ladder.solve_certified`), stopped by the certified MM
+  fixed-point gap.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import cvxpy as cp
 import numpy as np
 
 from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_positive
+from cvxmetric.certificates import relative_gap
 from cvxmetric.fantope import FantopeModel, check_k, fantope_center, fantope_projector, sum_smallest_eigenvalues
 from cvxmetric.linalg import project_psd
 
 from .base import Formulation, symmetric_parameter
 from .hinge import build_hinge_problem
+from .ladder import solve_certified
 
 __all__ = ["build_fantope_bound", "build_fantope_lmo", "build_lmo_face_spread", "build_supergradient_gap",
-           "MMTrajectory", "fantope_mm_reference", "MM_TOL", "MM_MAX_ITER"]
+           "MMTrajectory", "fantope_mm_reference", "MM_TOL", "MM_STEP_RTOL", "MM_MAX_ITER"]
 
-#: MM stops when phi decreases by less than this, relative to max(1, |phi|), in one step.
-#: Clarabel solves each bound to ~1e-7, so smaller decreases are solver noise.
-MM_TOL = 1e-6
-#: Iteration limit of the reference MM (measured: the default instances stop in 3-6 steps).
+#: Tolerance of the reference MM's fixed-point gap rho(M) = relative_gap(phi(M), L), L the certified
+#: lower bound of the bound at W(M) (see :func:`fantope_mm_reference`): the harness' fixed-point
+#: tolerance (verification.tolerances.MM_FIXED_POINT_RTOL).
+MM_TOL = 1e-5
+#: Relative width of the certified interval each MM step asks :func:`formulations.ladder.solve_certified`
+#: for: rho(M^n) is that width plus the decrease left, so it must be below MM_TOL. Clarabel
+#: certifies ~1e-8 on the default instances at the first rung.
+MM_STEP_RTOL = 1e-6
+#: Iteration limit of the reference MM (measured: the default instances stop in 3-7 steps).
 MM_MAX_ITER = 30
 
 
@@ -173,23 +183,31 @@ class MMTrajectory:
 
     Attributes
     ----------
-    M : ndarray, shape (d, d)
-        The last iterate :math:`M^{N}`.
+    M : ndarray, shape (d, d) or None
+        The returned iterate: the last one whose fixed-point gap was certified, else the last
+        iterate (None when the first step already failed).
     phi : ndarray, shape (N,)
-        :math:`\varphi(M^n)`, n = 1..N (non-increasing up to the inner solver's accuracy).
+        :math:`\varphi(M^n)`, n = 1..N (non-increasing up to the certified accuracy of the steps).
     bound_values : ndarray, shape (N,)
-        :math:`\min \hat\varphi(\cdot; W^{n-1})` reported by the inner solves.
+        Upper end of each step's certified interval: :math:`\hat\varphi(M^{n}; W^{n-1})` at the step's
+        feasible point, :math:`\ge \min \hat\varphi(\cdot; W^{n-1})`.
+    lower_bounds : ndarray, shape (N,)
+        Lower end of each step's certified interval (nan where the ladder gave none).
     Ms, Ws : list of ndarray
         Iterates :math:`M^n` and the bound points :math:`W^{n-1}` used to compute them.
     statuses : list of str
-        cvxpy status of every inner solve (reference MM) or ``"converged"``/``"max_iter"``.
+        Per step: the ladder rung that certified it, or ``"not certified: ..."`` with the attempts.
+    fixed_point_gaps : list of float
+        :math:`\rho(M^{n})` for each iterate whose bound at :math:`W(M^n)` was solved.
     converged : bool
-        Whether the relative decrease fell below the tolerance before the iteration limit.
+        Whether :math:`\rho` of the returned iterate is at most ``tol`` (a certified critical point).
+    message : str
+        Why the run stopped (never an exception: a failed step ends the run with its reason).
     time : float
     info : dict
     """
 
-    M: np.ndarray
+    M: Optional[np.ndarray]
     phi: np.ndarray
     bound_values: np.ndarray
     Ms: list
@@ -198,20 +216,45 @@ class MMTrajectory:
     converged: bool
     time: float
     info: dict = field(default_factory=dict)
+    lower_bounds: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fixed_point_gaps: list = field(default_factory=list)
+    message: str = ""
 
     @property
     def objective(self) -> float:
-        return float(self.phi[-1])
+        """:math:`\varphi` of the returned iterate (nan when there is none)."""
+        return float(self.info.get("phi_out", np.nan))
+
+    @property
+    def fixed_point_gap(self) -> float:
+        """:math:`\rho` of the returned iterate (inf when it was not measured)."""
+        return float(self.info.get("rho_out", np.inf))
 
     @property
     def W(self) -> np.ndarray:
-        """The bound point at the last iterate, :math:`W(M^N)`."""
+        """The bound point at the returned iterate, :math:`W(M)`."""
         return self.info["W_final"]
 
 
+def _certified_step(model: FantopeModel, W, rtol: float):
+    """One MM step: the bound at W solved by the ladder; never raises."""
+    try:
+        truth = solve_certified(build_fantope_bound(model, W), rtol)
+    except Exception as exc:     # a failure is a stopped run with its reason, not a traceback
+        return None, f"not certified: {type(exc).__name__}: {exc}"
+    if truth.point is None:
+        tried = "; ".join(f"{a.rung}: {a.status}" for a in truth.attempts)
+        return None, f"not certified: no feasible point ({tried})"
+    if truth.rung is None:
+        tried = "; ".join(f"{a.rung}: {a.status}, gap {a.gap:.2g}" for a in truth.attempts)
+        return truth, f"not certified: interval gap {truth.gap:.3g} > {rtol:.3g} ({tried})"
+    return truth, truth.rung
+
+
 def fantope_mm_reference(model: FantopeModel, *, W0=None, M0=None, max_iter: int = MM_MAX_ITER,
-                         tol: float = MM_TOL, solver: str = "CLARABEL") -> MMTrajectory:
-    r"""Reference majorization–minimization (thesis alg. 3), every bound solved by cvxpy.
+                         tol: float = MM_TOL, step_rtol: float = MM_STEP_RTOL,
+                         solver: str | None = None) -> MMTrajectory:
+    r"""Reference majorization–minimization (thesis alg. 3), every bound solved by the ladder.
 
     Parameters
     ----------
@@ -225,50 +268,84 @@ def fantope_mm_reference(model: FantopeModel, *, W0=None, M0=None, max_iter: int
     max_iter : int
         Number of bound solves allowed.
     tol : float
-        Stop when :math:`\varphi(M^{n-1}) - \varphi(M^n) \le` ``tol`` :math:`\max(1, |\varphi|)`.
-    solver : str
-        cvxpy solver for the bounds; a non-optimal status raises
-        :class:`~formulations.base.SolverFailure` (never hidden).
+        Tolerance of the fixed-point gap :math:`\rho` (Notes).
+    step_rtol : float
+        Width of the certified interval required of every step (:func:`formulations.ladder.solve_certified`).
+    solver : None
+        Kept for backward compatibility and ignored: the ladder chooses the solvers.
 
     Returns
     -------
     MMTrajectory
+        Never raises for a solver failure: a step that cannot be certified ends the run
+        (``converged=False``, the reason in ``message`` and ``statuses``).
 
     Notes
     -----
-    :math:`\varphi(M^{n+1}) \le \hat\varphi(M^{n+1}; W^n) \le \hat\varphi(M^n; W^n) = \varphi(M^n)`:
-    non-increasing up to the solver's accuracy. Each iterate is projected onto the PSD cone
-    (removing the solver's :math:`\sim 10^{-9}` negative eigenvalues) before :math:`W` is computed.
+    Step n solves :math:`\min_{M \succeq 0} \hat\varphi(M; W^n)` by
+    :func:`formulations.ladder.solve_certified`: a certified interval :math:`[L_n, U_n]` (a dual
+    bound repaired to exact feasibility, and the value of a PSD point) whatever the cvxpy status
+    (``optimal_inaccurate`` on rank-deficient data is fine when the interval is tight). The next
+    iterate is that PSD point, so :math:`\varphi(M^{n+1}) \le U_n` exactly, and
+    :math:`U_n \le \varphi(M^n) + (U_n - L_n)` (non-increasing up to the certified width).
+
+    Stopping rule: with :math:`W^n = W(M^n)`, :math:`L_n` also certifies :math:`M^n` by the MM
+    fixed-point gap
+
+    .. math:: \rho(M^n) = \frac{\varphi(M^n) - L_n}{\max(|\varphi(M^n)|, |L_n|)} \le \text{tol},
+
+    which is 0 iff :math:`M^n` minimises its own majorizer: a critical point of the DC objective
+    (the measure of :func:`solvers.fantope_mm.fantope_mm`). The run returns that :math:`M^n`.
     """
     if not isinstance(model, FantopeModel):
         raise TypeError(f"model must be a FantopeModel; got {type(model).__name__}")
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**6)
     tol = check_positive(tol, "tol")
+    step_rtol = check_positive(step_rtol, "step_rtol")
     t0 = time.perf_counter()
     if W0 is not None and M0 is not None:
         raise ValueError("give at most one of W0 and M0")
+    M = None
     if M0 is not None:
-        W = fantope_projector(as_square_symmetric(M0, "M0", d=model.d, psd=True), model.k)
+        M = as_square_symmetric(M0, "M0", d=model.d, psd=True)
+        W = fantope_projector(M, model.k)
     elif W0 is not None:
         W = model.check_w(W0, "W0")
     else:
         W = fantope_center(model.d, model.k)
-    phi, bounds, Ms, Ws, statuses = [], [], [], [], []
-    converged = False
-    M = None
+    tight = M is not None
+    phi, bounds, lowers, Ms, Ws, statuses, rhos = [], [], [], [], [], [], []
+    out = None               # (M, phi, rho) of the last iterate whose fixed-point gap was measured
+    message = f"stopped after {max_iter} steps without a certified fixed point"
     for _ in range(max_iter):
-        form = build_fantope_bound(model, W)
-        sol = form.solve(solver, raise_on_failure=True)
-        M = project_psd(sol.point)
+        truth, status = _certified_step(model, W, step_rtol)
+        lower = None if truth is None else truth.bounds.lower
+        if tight and lower is not None:
+            phi_M = model.value(M)
+            rho = relative_gap(phi_M, lower)
+            rhos.append(rho)
+            out = (M, phi_M, rho)
+            if rho <= tol:
+                message = f"certified fixed point: rho = {rho:.3g} <= tol {tol:.3g}"
+                break
+        if truth is None or truth.rung is None:
+            statuses.append(status)
+            message = f"step {len(statuses)} {status}"
+            break
+        M = project_psd(truth.point)
         Ms.append(M)
         Ws.append(W)
-        bounds.append(sol.value)
-        statuses.append(sol.status)
+        bounds.append(truth.bounds.upper)
+        lowers.append(np.nan if lower is None else lower)
+        statuses.append(status)
         phi.append(model.value(M))
-        W = fantope_projector(M, model.k)
-        if len(phi) >= 2 and phi[-2] - phi[-1] <= tol * max(1.0, abs(phi[-1])):
-            converged = True
-            break
-    return MMTrajectory(M=M, phi=np.asarray(phi), bound_values=np.asarray(bounds), Ms=Ms, Ws=Ws,
-                        statuses=statuses, converged=converged, time=time.perf_counter() - t0,
-                        info={"W_final": W, "solver": solver})
+        W, tight = fantope_projector(M, model.k), True
+    if out is None and M is not None:
+        out = (M, model.value(M), np.inf)
+    M_out, phi_out, rho_out = out if out is not None else (None, np.nan, np.inf)
+    converged = bool(rho_out <= tol)
+    info = {"W_final": None if M_out is None else fantope_projector(M_out, model.k), "phi_out": phi_out,
+            "rho_out": rho_out, "step_rtol": step_rtol}
+    return MMTrajectory(M=M_out, phi=np.asarray(phi), bound_values=np.asarray(bounds), Ms=Ms, Ws=Ws,
+                        statuses=statuses, converged=converged, time=time.perf_counter() - t0, info=info,
+                        lower_bounds=np.asarray(lowers), fixed_point_gaps=rhos, message=message)

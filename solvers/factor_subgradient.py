@@ -11,11 +11,24 @@ with :math:`G = \sum_{\text{violated}} c_c A_c`; the constraint values are compu
 and the rank can never exceed ``rank``; the problem is not convex, so the result depends on the
 (seeded) start and is a local solution at best. Step rule: normalized steps
 :math:`\eta_t = \eta_0 / \sqrt t` relative to :math:`\|L\|_F`, in epochs of doubling length restarted from
-the best point (as :func:`solvers.subgradient.projected_subgradient`), stopping when two
-consecutive epochs improve the best objective by less than ``tol`` (relative).
+the best point (as :func:`solvers.subgradient.projected_subgradient`).
+
+Certificate and stopping rule (``measure="certified_gap"``)
+------------------------------------------------------------
+The hinge dual bound (:meth:`cvxmetric.models.HingeModel.dual_bound`) at the ergodic hinge
+multipliers of the epoch (and of its second half; weights :math:`\eta_t/\|g_t\|`, as in the
+engine) is a lower bound on :math:`\min_{M \succeq 0} f(M)`, hence on the factored problem's
+minimum too (:math:`\{L^\top L\} \subseteq \mathbb{S}^d_+`). The method stops when the relative gap
+between the best objective and the best such bound is at most ``tol`` — a certified global
+optimum, which the factored problem attains when ``rank`` is at least the rank of a convex
+optimum (Burer–Monteiro) — or at ``max_iter`` / ``time_limit``. When the rank budget binds
+(the convex optimum has a larger rank), no certificate can close the gap and the result is
+honestly ``converged=False`` with a :class:`~cvxmetric.exceptions.ConvergenceWarning`: the
+local solution of the rank-constrained problem is returned, not certified.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -23,15 +36,18 @@ import numpy as np
 from cvxmetric._checks import as_rng, check_int_in_range, check_positive
 from cvxmetric.models import HingeModel
 
-from .result import SolverResult, warn_not_converged
-from .subgradient import DEFAULT_TOL, FIRST_EPOCH, STALLED_EPOCHS, STEP_SCALE
+from cvxmetric.certificates import relative_gap
+
+from .result import SolverResult, make_result
+from .subgradient import CERTIFY_EVERY, DEFAULT_TOL, FIRST_EPOCH, STEP_SCALE, _Ergodic
 
 __all__ = ["factor_subgradient"]
 
 
 def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_iter: int = 20000,
                        tol: float = DEFAULT_TOL, step_scale: float = STEP_SCALE,
-                       first_epoch: int = FIRST_EPOCH) -> SolverResult:
+                       first_epoch: int = FIRST_EPOCH, time_limit=None,
+                       certify_every: int = CERTIFY_EVERY) -> SolverResult:
     r"""Minimise ``model`` over :math:`M = L^\top L` with :math:`L` of shape (rank, d).
 
     Parameters
@@ -44,14 +60,16 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
         matches a typical margin.
     seed : None, int or Generator
         Randomness of the default start.
-    max_iter, tol, step_scale, first_epoch
-        As in :func:`solvers.subgradient.projected_subgradient` (steps relative to :math:`\|L\|_F`).
+    max_iter, tol, step_scale, first_epoch, time_limit, certify_every
+        As in :func:`solvers.subgradient.projected_subgradient` (steps relative to :math:`\|L\|_F`;
+        ``tol`` is the certified relative gap, module docstring).
 
     Returns
     -------
     SolverResult
-        ``M = L.T @ L`` of the best point, ``objective`` :math:`f(M)`, ``history`` per iteration,
-        ``info["L"]``.
+        Built by :func:`solvers.result.make_result`: ``M = L.T @ L`` of the best point,
+        ``objective`` :math:`f(M)`, ``lower_bound`` / ``certified_gap`` / ``multipliers`` (module
+        docstring), ``history`` per iteration, ``info["L"]``.
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
@@ -63,12 +81,16 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
     t0 = time.perf_counter()
     geom, coef = model.geometry, model.coef
     delta = np.asarray(model.constraints.delta, dtype=np.float64)
+    a, b = geom.squared_lengths()
+    spread = float(np.median(a + b)) if model.m else 0.0
+    margin = float(np.median(np.abs(delta))) if model.m else 0.0
+    # the scale of a factor whose typical <L^T L, A_c> matches a typical margin (scale-invariant)
+    scale0 = float(np.sqrt(margin / spread * d)) if spread > 0 and margin > 0 else 1.0
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
     if L0 is None:
         rng = as_rng(seed)
         L = rng.standard_normal((rank, d)) / np.sqrt(d)
-        a, b = geom.squared_lengths()
-        spread = float(np.median(a + b)) if model.m else 1.0
-        margin = float(np.median(np.abs(delta))) if model.m else 1.0
         if spread > 0 and margin > 0:
             L *= np.sqrt(margin / spread * d / rank)
     else:
@@ -82,39 +104,65 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
         viol = marg > 0
         f = model.regularizer(M) + float(coef[viol] @ marg[viol])
         G = model.regularizer_grad(M) + geom.weighted_sum(coef[viol], np.flatnonzero(viol))
-        return f, 2.0 * L @ G
+        return f, (2.0 * L @ G, np.where(viol, coef, 0.0))
 
     best_f, best_g = objective_and_grad(L)
     best_L = L
+    best_lb, best_y = -math.inf, None
+
+    def certify(ergo) -> float:
+        nonlocal best_lb, best_y
+        y = ergo.mean(model.m)
+        lb = None if y is None else model.dual_bound(y)
+        if lb is not None and math.isfinite(lb) and lb > best_lb:
+            best_lb, best_y = float(lb), y
+        return relative_gap(best_f, best_lb) if best_lb > -math.inf else math.inf
+
     history: list[float] = []
-    n_iter, epochs, stalled, epoch_len = 0, 0, 0, first_epoch
-    converged = False
-    while n_iter < max_iter and not converged:
-        L, g = best_L, best_g
-        step0 = step_scale * max(float(np.linalg.norm(L)), 1e-12)
-        f_start = best_f
+    n_iter, epochs, epoch_len = 0, 0, first_epoch
+    done = timed_out = False
+    while n_iter < max_iter and not done and not timed_out:
+        L, (g, y_t) = best_L, best_g
+        step0 = step_scale * max(float(np.linalg.norm(L)), scale0)
+        ergodic, tail = _Ergodic(model.m), _Ergodic(model.m)
         epochs += 1
         for t in range(1, epoch_len + 1):
             if n_iter >= max_iter:
                 break
+            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+                timed_out = True
+                break
             gn = float(np.linalg.norm(g))
             if gn == 0.0:
-                converged = True
+                single = _Ergodic(model.m)
+                single.add(1.0, y_t)
+                done = certify(single) <= tol
                 break
-            L = L - (step0 / np.sqrt(t)) * g / gn
+            w = (step0 / np.sqrt(t)) / gn
+            ergodic.add(w, y_t)
+            if 2 * t > epoch_len:
+                tail.add(w, y_t)
+            L = L - w * g
             n_iter += 1
-            f, g = objective_and_grad(L)
+            f, (g, y_t) = objective_and_grad(L)
             history.append(f)
             if f < best_f:
-                best_f, best_g, best_L = f, g, L
-        if converged:
-            break
-        stalled = stalled + 1 if (f_start - best_f) / max(1.0, abs(best_f)) < tol else 0
-        converged = stalled >= STALLED_EPOCHS
+                best_f, best_g, best_L = f, (g, y_t), L
+            if t % certify_every == 0:
+                certify(ergodic)
+                if certify(tail) <= tol:
+                    done = True
+                    break
+        if not done:
+            certify(ergodic)
+            done = certify(tail) <= tol
         epoch_len *= 2
-    if not converged:
-        warn_not_converged("factor-subgradient", n_iter, f"best objective {best_f:.6g}")
     M = best_L.T @ best_L
-    return SolverResult(solver="factor-subgradient", M=0.5 * (M + M.T), w=None, objective=float(best_f),
-                        n_iter=n_iter, converged=converged, history=np.asarray(history),
-                        time=time.perf_counter() - t0, info={"L": best_L, "epochs": epochs, "rank": rank})
+    lb = best_lb if best_lb > -math.inf else None
+    stop = "time_limit" if timed_out else "max_iter"
+    return make_result("factor-subgradient", objective=best_f, measure="certified_gap", tol=tol,
+                       stop_reason=stop, M=0.5 * (M + M.T), lower_bound=lb, multipliers=best_y,
+                       n_iter=n_iter, history=history, time=time.perf_counter() - t0,
+                       info={"L": best_L, "epochs": epochs, "rank": rank},
+                       detail="" if relative_gap(best_f, lb) <= tol else
+                       f"no certificate: a rank budget ({rank}) below a convex optimum's rank cannot be certified")

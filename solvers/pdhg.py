@@ -104,7 +104,7 @@ from cvxmetric.models import HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["pdhg", "dual_lower_bound", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS"]
+__all__ = ["pdhg", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS"]
 
 #: Relative tolerance of the stopping rule (a certified gap this small stops at once; the relative
 #: dual residual and restart error must reach it otherwise) and of the KKT measure of models
@@ -187,19 +187,6 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
         X = Y / nrm
         est = float(np.linalg.norm(apply(X)))
     return est
-
-
-def dual_lower_bound(model: HingeModel, y, upper: Optional[float] = None) -> Optional[float]:
-    r"""Certified lower bound from hinge multipliers: :meth:`cvxmetric.models.HingeModel.dual_bound`.
-
-    Kept under this name for callers of the solver module; the certificate itself lives in the
-    core so that PDHG, LMNN's constraint generation and the ground truth share one function.
-    ``y`` is clipped into :math:`[0, c]`; ``upper`` (a feasible objective value) enables the
-    trace bound of the singular q = 0 case.
-    """
-    if not isinstance(model, HingeModel):
-        raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
-    return model.dual_bound(y, upper=upper)
 
 
 class _Score:

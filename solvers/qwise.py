@@ -29,10 +29,11 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
 
     Model parameters as in :func:`formulations.qwise.build_qwise`. ``method="subgradient"``
     (thesis alg. 1) passes ``options`` to :func:`solvers.subgradient.projected_subgradient`
-    (``max_iter``, ``tol``, ``active_set``, ...); ``method="pdhg"`` to :func:`solvers.pdhg.pdhg`
-    (``max_iter``, ``tol``, ``certificate_tol``, ``time_limit``, ``M0``, ``y0``, ...), whose result
-    carries the hinge ``multipliers`` and, where the model has one, a certified ``lower_bound``
-    (``measure == "certified_gap"``; otherwise a relative ``"kkt_residual"``).
+    (``max_iter``, ``tol`` — the certified relative gap it stops at —, ``active_set``, ...);
+    ``method="pdhg"`` to :func:`solvers.pdhg.pdhg` (``max_iter``, ``tol``, ``certificate_tol``,
+    ``time_limit``, ``M0``, ``y0``, ...). Both results carry the hinge ``multipliers`` and, where the
+    model has one, a certified ``lower_bound`` (``measure == "certified_gap"``; PDHG otherwise a
+    relative ``"kkt_residual"``).
     """
     if not isinstance(method, str) or method not in QWISE_METHODS:
         raise ValueError(f"method must be one of {QWISE_METHODS}; got {method!r}")

@@ -14,7 +14,7 @@ from cvxmetric.instances.qwise import synthetic_qwise
 from cvxmetric.linalg import random_psd
 from cvxmetric.models import HingeModel, qwise_model
 from formulations.hinge import build_hinge_problem
-from solvers.pdhg import dual_lower_bound, estimate_operator_norm, pdhg
+from solvers.pdhg import estimate_operator_norm, pdhg
 from solvers.qwise import solve_qwise
 from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, VALUE_AT_RTOL
 
@@ -102,7 +102,7 @@ def test_pdhg_reaches_clarabel_optimum_with_valid_certificate(solved, case, seed
         assert _gap(lb, sol.value) <= GAP_NEGATIVE_SLACK          # a valid lower bound ...
         assert res.info["certified_gap"] <= GAP_PDHG_TIGHT        # ... and a tight one
         # the returned multipliers reproduce (at least) the bound through the core certificate
-        again = dual_lower_bound(model, y, upper=res.objective)
+        again = model.dual_bound(y, upper=res.objective)
         assert again >= lb - 1e-8 * abs(lb) and _gap(again, sol.value) <= GAP_NEGATIVE_SLACK
         assert res.lower_bound == lb and res.measure == "certified_gap"
         assert np.array_equal(res.multipliers, y)
@@ -150,12 +150,12 @@ def test_solve_qwise_pdhg_on_iris_pairs_and_triplets():
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.floats(0.0, 1.0))
 def test_any_box_multiplier_gives_a_lower_bound(solved, seed, scale):
-    """Weak duality: dual_lower_bound(y) <= p* for every y in [0, c] (trace and q > 0 models)."""
+    """Weak duality: model.dual_bound(y) <= p* for every y in [0, c] (trace and q > 0 models)."""
     rng = np.random.default_rng(seed)
     for case in ("d5-trace", "d8-general"):
         model, _, sol = solved(case, 0)
         y = scale * rng.uniform(0, 1, model.m) * model.coef
-        lb = dual_lower_bound(model, y)
+        lb = model.dual_bound(y)
         assert lb is not None and lb <= sol.value * (1 + 1e-9) + 1e-9
 
 
@@ -163,7 +163,7 @@ def test_clarabel_duals_certify_the_optimum(solved):
     """Fed the exact multipliers, the certificate is tight (q > 0: exact dual function)."""
     model, _, sol = solved("d8-general", 1)
     y = np.clip(sol.duals["hinge"], 0, model.coef)
-    assert abs(dual_lower_bound(model, y) - sol.value) <= 1e-5 * max(1.0, abs(sol.value))
+    assert abs(model.dual_bound(y) - sol.value) <= 1e-5 * max(1.0, abs(sol.value))
 
 
 def test_operator_norm_estimate_and_adjointness():
@@ -222,14 +222,12 @@ def test_bad_options(kwargs, exc, match):
 def test_bad_model_and_method():
     with pytest.raises(TypeError, match="HingeModel"):
         pdhg("model")
-    with pytest.raises(TypeError, match="HingeModel"):
-        dual_lower_bound(None, np.zeros(2))
     with pytest.raises(ValueError, match="y"):
-        dual_lower_bound(MODEL, -np.ones(3))
+        MODEL.dual_bound(-np.ones(3))
     with pytest.raises(ValueError, match="y"):
-        dual_lower_bound(MODEL, np.array([np.nan, 0.0]))
+        MODEL.dual_bound(np.array([np.nan, 0.0]))
     # multipliers outside the box are repaired (clipped into [0, c]), not trusted
-    assert dual_lower_bound(MODEL, -np.ones(2)) == dual_lower_bound(MODEL, np.zeros(2))
+    assert MODEL.dual_bound(-np.ones(2)) == MODEL.dual_bound(np.zeros(2))
     with pytest.raises(ValueError, match="method"):
         solve_qwise(X5, CS, method="interior-point")
     with pytest.raises(ValueError, match="regularizer"):

@@ -3,7 +3,11 @@ r"""The Fantope supergradient theorem (thesis sec. 3.3, DESIGN §6) as executabl
 Every function returns a dict of plain floats (residuals, gaps, values) that the harness
 (``verification/methods/fantope.py``) turns into pass/fail checks against
 ``verification.tolerances`` and that the tests assert on. Residuals are relative to
-:math:`\max(1, \|M\|_2)` unless a docstring says otherwise.
+:math:`\|M\|_2` (the largest spectral norm involved) unless a docstring says otherwise; relative
+gaps of values use :func:`cvxmetric.certificates.relative_difference` (the project's one
+denominator, :math:`\max(|a|, |b|)`). No check raises: an SDP that cannot be solved makes the
+function return ``{"error": reason}`` (:func:`never_raises`), which the harness reports as a
+failed check with that reason.
 
 1. :func:`lmo_checks` — :math:`W(M) \in \mathbb{F}_k` and
    :math:`\langle W(M), M\rangle = R(M) = \min_{A \in \mathbb{F}_k}\langle M, A\rangle` (SDP)
@@ -20,13 +24,17 @@ Every function returns a dict of plain floats (residuals, gaps, values) that the
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from cvxmetric._checks import as_rng, as_square_symmetric
+from cvxmetric.certificates import relative_difference
 from cvxmetric.fantope import (FantopeModel, check_k, eigengap, fantope_projector, fantope_regularizer,
                                fantope_violation, sum_smallest_eigenvalues)
 from cvxmetric.linalg import random_psd
-from formulations.base import SOLVER_OPTIONS, SolverFailure
+from formulations.base import SOLVER_OPTIONS
+from formulations.ladder import solve_certified
 from formulations.fantope import (build_fantope_bound, build_fantope_lmo, build_lmo_face_spread,
                                   build_supergradient_gap, fantope_mm_reference)
 from solvers.fantope_mm import fantope_mm
@@ -39,26 +47,44 @@ __all__ = ["lmo_checks", "supergradient_checks", "uniqueness_checks", "zero_gap_
            "top_projector"]
 
 
+class CheckFailure(RuntimeError):
+    """An SDP of a check could not be solved (reported as a failed check, never raised)."""
+
+
+def never_raises(fn):
+    """Decorate a check: any exception becomes ``{"error": "<what failed>"}`` (values absent).
+
+    The harness turns a missing value into a failed check and prints the error (a failed SDP
+    is a failed row with its reason, not a traceback).
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs) -> dict:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:   # noqa: BLE001 - reported, never hidden
+            return {"error": f"{fn.__name__}: {type(exc).__name__}: {exc}"}
+    return wrapper
+
+
 def _scale(*mats) -> float:
-    return max(1.0, *[float(np.linalg.norm(A, 2)) for A in mats])
+    """Largest spectral norm of the matrices (1 for all-zero ones): residuals are relative to it."""
+    return max([float(np.linalg.norm(A, 2)) for A in mats if A is not None] + [0.0]) or 1.0
 
 
 def _solve_problem(prob, solver: str, what: str) -> float:
-    import cvxpy as cp
-
     try:
         prob.solve(solver=solver, **SOLVER_OPTIONS.get(solver, {}))
-    except cp.error.SolverError as exc:
-        raise SolverFailure(f"{what}: {solver} failed ({exc})") from exc
+    except Exception as exc:
+        raise CheckFailure(f"{what}: {solver} failed ({type(exc).__name__}: {exc})") from exc
     if prob.status != "optimal":
-        raise SolverFailure(f"{what}: {solver} ended with status {prob.status!r}")
+        raise CheckFailure(f"{what}: {solver} ended with status {prob.status!r}")
     return float(prob.value)
 
 
 def _solve(form, solver: str = "CLARABEL"):
     sol = form.solve(solver)
-    if not sol.ok:
-        raise SolverFailure(f"{form.method}: {solver} ended with status {sol.status!r}")
+    if not sol.ok or sol.point is None:
+        raise CheckFailure(f"{form.method}: {solver} ended with status {sol.status!r}")
     return sol
 
 
@@ -77,6 +103,7 @@ def random_orthogonal(d: int, seed=None) -> np.ndarray:
     return Q * np.sign(np.diag(Rq))
 
 
+@never_raises
 def lmo_checks(M, k: int, *, solver: str = "CLARABEL") -> dict:
     r"""Check 1: :math:`W(M) \in \mathbb{F}_k`, :math:`\langle W, M\rangle = R(M) =` SDP LMO value
     :math:`=` ``lambda_sum_smallest``.
@@ -126,6 +153,7 @@ def _random_slack(M, F, k, rng, n: int) -> float:
     return float(worst)
 
 
+@never_raises
 def supergradient_checks(M, k: int, *, seed=None, n_random: int = 200, F_lmo=None,
                          solver: str = "CLARABEL") -> dict:
     r"""Check 2: the supergradient inequality, random and adversarial.
@@ -189,7 +217,7 @@ def superdifferential_min(M, k: int, D, *, cluster_rtol: float = 1e-9) -> float:
 
 
 def directional_derivative(M, k: int, D, *, step: float = tol.FD_STEP) -> float:
-    r"""Forward difference :math:`(R(M + tD) - R(M)) / t`, :math:`t` = ``step`` :math:`\max(1, \|M\|_2) / \|D\|_2`."""
+    r"""Forward difference :math:`(R(M + tD) - R(M)) / t`, :math:`t` = ``step`` :math:`\|M\|_2 / \|D\|_2`."""
     M = as_square_symmetric(M, "M")
     D = as_square_symmetric(D, "D", d=M.shape[0])
     t = step * _scale(M) / max(float(np.linalg.norm(D, 2)), 1e-300)
@@ -207,6 +235,7 @@ def _face_min_cvxpy(M, k, D, eps, solver):
     return _solve_problem(prob, solver, "face minimisation")
 
 
+@never_raises
 def uniqueness_checks(M, k: int, *, lmo_solution=None, solver: str = "CLARABEL") -> dict:
     r"""Check 3, positive eigengap: the LMO solution equals :math:`W(M)` and the face is a point.
 
@@ -222,7 +251,10 @@ def uniqueness_checks(M, k: int, *, lmo_solution=None, solver: str = "CLARABEL")
     g = eigengap(M, k)
     W = fantope_projector(M, k)
     if lmo_solution is None:
-        lmo_solution = lmo_checks(M, k, solver=solver)["lmo_solution"]
+        lmo = lmo_checks(M, k, solver=solver)
+        if "error" in lmo:
+            raise CheckFailure(lmo["error"])
+        lmo_solution = lmo["lmo_solution"]
     eps = tol.FACE_EPS * _scale(M)
     spread = _solve(build_lmo_face_spread(M, k, W, eps), solver).value if np.isfinite(g) else 0.0
     return {"eigengap": g, "lmo_dist": float(np.linalg.norm(lmo_solution - W)),
@@ -251,6 +283,7 @@ def zero_gap_matrix(d: int, k: int, *, seed=None) -> tuple[np.ndarray, np.ndarra
     return M, V1 @ V1.T, V2 @ V2.T
 
 
+@never_raises
 def zero_gap_checks(d: int, k: int, *, seed=None, n_directions: int = 3, solver: str = "CLARABEL") -> dict:
     r"""Check 3, zero eigengap: several supergradients and the directional derivatives of :math:`R`.
 
@@ -298,49 +331,75 @@ def zero_gap_checks(d: int, k: int, *, seed=None, n_directions: int = 3, solver:
             "kink": float(kink)}
 
 
+@never_raises
 def mm_checks(model: FantopeModel, *, solver: str = "CLARABEL", fast_options: dict | None = None,
               run_alg2: bool = True) -> dict:
-    r"""Checks 4–5: MM monotone and at a fixed point; fast MM (and alg. 2) vs the cvxpy MM.
+    r"""Checks 4–5: MM monotone and at a certified fixed point; fast MM (and alg. 2) vs the reference MM.
+
+    The reference is :func:`formulations.fantope.fantope_mm_reference` (every step certified by
+    :func:`formulations.ladder.solve_certified`; ``solver`` is ignored). Every relative number
+    uses :func:`~cvxmetric.certificates.relative_difference`.
 
     Returns
     -------
     dict
         ``phi_ref`` (trajectory), ``ref_max_increase`` and ``fast_max_increase`` (largest relative
-        increase of :math:`\varphi` along each trajectory), ``fixed_point_gap``
-        (:math:`(\varphi(M^*) - \min \hat\varphi(\cdot; W(M^*))) / \max(1, |\varphi|)`, cvxpy re-solve),
-        ``phi_star`` (reference), ``phi_fast``, ``fast_gap`` (relative), ``surrogate_gap`` (fast
-        inner optimum vs cvxpy optimum of the bound at the fast MM's last W), ``surrogate_value_at_err``
-        (cvxpy ``value_at`` vs the fast inner objective), ``phi_alg2``, ``alg2_gap``, times, iterations.
+        increase of :math:`\varphi` along each trajectory), ``fixed_point_gap`` (the reference's
+        certified MM fixed-point gap :math:`\rho(M^*)` = relative gap between :math:`\varphi(M^*)`
+        and the certified lower bound of :math:`\min \hat\varphi(\cdot; W(M^*))`; None when not
+        certified), ``ref_message``, ``phi_star``, ``phi_fast``, ``fast_gap`` (relative
+        difference), ``fast_rho`` (the fast MM's own fixed-point gap, from PDHG's bound),
+        ``surrogate_gap`` (relative difference between :math:`\varphi(M_{\text{fast}})` = the
+        bound at :math:`W(M_{\text{fast}})` evaluated there and that bound's certified optimum:
+        the fast MM's fixed-point gap recomputed by the ladder; None when the ladder did not
+        certify), ``surrogate_certificate_valid`` (``surrogate_gap - fast_rho``: > 0 beyond
+        round-off means the fast certificate was wrong), ``surrogate_value_at_err`` (cvxpy
+        ``value_at`` vs the fast inner objective), ``phi_alg2``, ``alg2_gap``, ``alg2_rho``,
+        times, iterations, ``fast_converged``, ``alg2_converged``, ``ref_converged``,
+        ``M_star``, ``M_fast``; ``errors`` lists what could not be computed.
     """
-    ref = fantope_mm_reference(model, solver=solver)
+    errors: list[str] = []
+    ref = fantope_mm_reference(model)
     phi_ref = ref.phi
+    if not ref.converged:
+        errors.append(f"reference MM: {ref.message}")
 
     def max_increase(phi):
-        phi = np.asarray(phi)
+        phi = np.asarray(phi, dtype=np.float64)
         if phi.size < 2:
             return 0.0
-        return float(np.max(np.diff(phi) / np.maximum(1.0, np.abs(phi[1:]))))
+        return float(max(relative_difference(b, a) for a, b in zip(phi[:-1], phi[1:])))
 
-    star = ref.objective
-    fixed = build_fantope_bound(model, ref.W)
-    p_fixed = _solve(fixed, solver).value
+    star = ref.objective if ref.M is not None else None
     fast = fantope_mm(model, **(fast_options or {}))
     W_last = fast.info["Ws"][-1]
-    surr = build_fantope_bound(model, W_last)
-    p_surr = _solve(surr, solver).value
     inner_obj = fast.info["bound_values"][-1]
+    surr = build_fantope_bound(model, W_last)
+    truth = solve_certified(surr, tol.MM_FIXED_POINT_RTOL / 10)
+    surrogate_gap = None
+    if truth.certified:
+        surrogate_gap = relative_difference(inner_obj, truth.p_star)
+    else:
+        errors.append(f"bound at the fast MM's last W not certified (interval gap {truth.gap:.3g})")
+
+    def rel(a, b):
+        return None if a is None or b is None else relative_difference(a, b)
+
     out = {"phi_ref": phi_ref.tolist(), "ref_max_increase": max_increase(phi_ref),
-           "fast_max_increase": max_increase(fast.history), "fixed_point_gap": (star - p_fixed) / max(1.0, abs(star)),
-           "phi_star": star, "phi_fast": fast.objective, "fast_gap": (fast.objective - star) / max(1.0, abs(star)),
-           "surrogate_gap": (inner_obj - p_surr) / max(1.0, abs(p_surr)),
-           "surrogate_value_at_err": abs(surr.value_at(fast.M) - inner_obj) / max(1.0, abs(inner_obj)),
-           "phi_value_err": abs(model.value(fast.M) - fast.objective) / max(1.0, abs(fast.objective)),
+           "fast_max_increase": max_increase(fast.history),
+           "fixed_point_gap": ref.fixed_point_gap if ref.converged else None, "ref_message": ref.message,
+           "phi_star": star, "phi_fast": fast.objective, "fast_gap": rel(fast.objective, star),
+           "fast_rho": fast.measure_value, "surrogate_gap": surrogate_gap,
+           "surrogate_certificate_valid": None if surrogate_gap is None else surrogate_gap - fast.measure_value,
+           "surrogate_value_at_err": abs(relative_difference(surr.value_at(fast.M), inner_obj)),
+           "phi_value_err": abs(relative_difference(model.value(fast.M), fast.objective)),
            "ref_iterations": len(phi_ref), "fast_outer": fast.n_iter, "fast_inner": fast.info["inner_iterations"],
            "time_ref": ref.time, "time_fast": fast.time, "fast_converged": fast.converged,
-           "ref_converged": ref.converged, "M_star": ref.M, "M_fast": fast.M}
+           "fast_message": fast.message, "ref_converged": ref.converged, "M_star": ref.M, "M_fast": fast.M,
+           "errors": errors}
     if run_alg2:
         a2 = fantope_subgradient(model, **(fast_options or {}).get("inner_options", {}))
-        out.update(phi_alg2=a2.objective, alg2_gap=(a2.objective - star) / max(1.0, abs(star)),
-                   time_alg2=a2.time, alg2_converged=a2.converged,
-                   alg2_value_err=abs(model.value(a2.M) - a2.objective) / max(1.0, abs(a2.objective)))
+        out.update(phi_alg2=a2.objective, alg2_gap=rel(a2.objective, star), alg2_rho=a2.measure_value,
+                   time_alg2=a2.time, alg2_converged=a2.converged, alg2_message=a2.message,
+                   alg2_value_err=abs(relative_difference(model.value(a2.M), a2.objective)))
     return out

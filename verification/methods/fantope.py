@@ -13,10 +13,18 @@ Method-level rows (``extra_rows``), one per theorem check, with the stable keys 
   LMO's own solution; strictly violated by the top-k projector;
 * ``theorem3:unique-lmo`` (positive eigengap) and ``theorem3:zero-gap`` (repeated eigenvalue at the
   cut: distinct supergradients, directional derivatives);
-* ``theorem4:mm-reference`` — the cvxpy MM's phi non-increasing, fixed point;
-* ``fantope-mm`` — fast MM vs cvxpy MM (``p_star_clarabel`` = reference phi, ``f_fast`` = fast phi),
-  its monotonicity and its last surrogate's optimum vs cvxpy;
-* ``fantope-subgradient (alg. 2)`` — the thesis' alg. 2 vs the cvxpy MM's phi.
+* ``theorem4:mm-reference`` — the reference MM (every step certified by the solve ladder): phi
+  non-increasing, and its certified MM fixed-point gap rho(M*) (a critical point of the DC
+  objective, ``formulations.fantope.fantope_mm_reference``);
+* ``fantope-mm`` — fast MM vs the reference MM (``p_star_upper`` = reference phi, ``f_fast`` =
+  fast phi), its monotonicity, and its own fixed-point certificate re-checked by the ladder (the
+  bound at its last W solved and certified: the gap must be within the harness tolerance and
+  not above the fast solver's claimed rho);
+* ``fantope-subgradient (alg. 2)`` — the thesis' alg. 2 vs the reference MM's phi, with its
+  majorizer-gap measure (``solvers.fantope_subgradient``).
+
+No check raises: an SDP that cannot be solved or certified leaves its value None (a failed check)
+and its reason in the row's ``errors``.
 """
 from __future__ import annotations
 
@@ -66,17 +74,49 @@ def _num(x):
     return x if np.isfinite(x) else None
 
 
-def _row(inst, solver: str, checks: dict, *, p_star=None, f_fast=None, rel_gap=None, time_clarabel=None,
+def _row(inst, solver: str, checks: dict, *, p_star=None, f_fast=None, rel_gap=None, time_truth=None,
          time_fast=None, numbers: dict | None = None) -> dict:
+    """A method-level row with the report's stable keys (``p_star_upper`` = the reference value the
+    row compares with; no certified interval: ``p_star_lower``, ``truth_gap`` and ``truth_rung`` are
+    null). ``passed`` is finalised by :func:`_finish` once the row's ``errors`` are known."""
     chk = {name: c.as_dict() for name, c in checks.items()}
-    row = {"method": "fantope", "instance": inst.name, "solver": solver, "d": inst.d,
-           "n_constraints": inst.n_constraints, "p_star_clarabel": _num(p_star), "p_star_scs": None,
-           "f_fast": _num(f_fast), "rel_gap": _num(rel_gap), "kkt_truth": None, "kkt_fast": None,
-           "time_clarabel": _num(time_clarabel), "time_scs": None, "time_fast": _num(time_fast),
-           "checks": chk, "numbers": {k: _num(v) if np.isscalar(v) and not isinstance(v, (bool, str)) else v
-                                      for k, v in (numbers or {}).items()}}
-    row["passed"] = all(c["passed"] for c in chk.values())
-    return row
+    return {"method": "fantope", "instance": inst.name, "seed": inst.seed, "solver": solver, "d": inst.d,
+            "n_constraints": inst.n_constraints, "p_star_lower": None, "p_star_upper": _num(p_star),
+            "truth_gap": None, "truth_rung": None, "p_star_scs": None,
+            "f_fast": _num(f_fast), "rel_gap": _num(rel_gap), "kkt_truth": None, "kkt_fast": None,
+            "time_truth": _num(time_truth), "time_scs": None, "time_fast": _num(time_fast),
+            "checks": chk, "errors": [], "warnings": [],
+            "numbers": {k: _num(v) if np.isscalar(v) and not isinstance(v, (bool, str)) else v
+                        for k, v in (numbers or {}).items()}}
+
+
+def _finish(rows: list[dict]) -> list[dict]:
+    for r in rows:
+        r["passed"] = all(c["passed"] for c in r["checks"].values()) and not r["errors"]
+    return rows
+
+
+def _pick(dicts, key, fn=max):
+    """``fn`` of ``key`` over the check dicts; None (a failed check) when any is missing."""
+    vals = [d.get(key) for d in dicts]
+    return None if not vals or any(v is None for v in vals) else fn(vals)
+
+
+def _errors(*dicts) -> list[str]:
+    out = []
+    for d in dicts:
+        if d.get("error"):
+            out.append(d["error"])
+        out.extend(d.get("errors", []))
+    return out
+
+
+def _neg(x):
+    return None if x is None else -x
+
+
+def _pos(x):
+    return None if x is None else max(0.0, x)
 
 
 def _test_matrices(inst, M_star):
@@ -96,12 +136,13 @@ def _extra_rows(inst) -> list[dict]:
         mm = mm_checks(model)
     mm_warnings = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     t_mm = time.perf_counter() - t0
-    mats = _test_matrices(inst, mm["M_star"])
+    mats = _test_matrices(inst, mm.get("M_star"))
+    mats = {name: M for name, M in mats.items() if M is not None}
 
     # 1. LMO: W in F_k and <W, M> = R = SDP = lambda_sum_smallest
     t0 = time.perf_counter()
     lmo = {name: lmo_checks(M, k) for name, M in mats.items()}
-    worst = {key: max(v[key] for v in lmo.values()) for key in
+    worst = {key: _pick(lmo.values(), key) for key in
              ("w_fantope_violation", "w_value_err", "lmo_value_err", "lss_atom_err", "lss_sdp_err",
               "lmo_fantope_violation")}
     rows.append(_row(inst, "theorem1:lmo", {
@@ -111,85 +152,101 @@ def _extra_rows(inst) -> list[dict]:
         "lambda_sum_smallest_atom_eq_R": Check(worst["lss_atom_err"], tol.FANTOPE_VALUE_RTOL),
         "lambda_sum_smallest_sdp_eq_R": Check(worst["lss_sdp_err"], tol.FANTOPE_VALUE_RTOL),
         "lmo_solution_in_fantope": Check(worst["lmo_fantope_violation"], tol.FANTOPE_VALUE_RTOL),
-    }, time_clarabel=time.perf_counter() - t0,
-        numbers={f"R[{n}]": v["R"] for n, v in lmo.items()} | {"matrices": list(mats)}))
+    }, time_truth=time.perf_counter() - t0,
+        numbers={f"R[{n}]": v.get("R") for n, v in lmo.items()} | {"matrices": list(mats)}))
+    rows[-1]["errors"] = _errors(*lmo.values())
 
     # 2. supergradient inequality, random and adversarial (PSD test matrices only)
     t0 = time.perf_counter()
-    sg = {name: supergradient_checks(M, k, seed=7, F_lmo=lmo[name]["lmo_solution"])
+    sg = {name: supergradient_checks(M, k, seed=7, F_lmo=lmo[name].get("lmo_solution"))
           for name, M in mats.items() if name != "indefinite"}
-    rnd = min(v["random_min_W"] for v in sg.values())
-    adv = min(min(v["adv_W"], v["adv_lmo"]) for v in sg.values())
-    top = max(v["adv_top"] for v in sg.values())
+    rnd = _pick(sg.values(), "random_min_W", min)
+    adv_W, adv_lmo = _pick(sg.values(), "adv_W", min), _pick(sg.values(), "adv_lmo", min)
+    adv = None if adv_W is None or adv_lmo is None else min(adv_W, adv_lmo)
+    top = _pick(sg.values(), "adv_top")
     rows.append(_row(inst, "theorem2:supergradient", {
-        "random_W_violation": Check(max(0.0, -rnd), tol.SUPERGRADIENT_TOL),
-        "adversarial_W_and_lmo_violation": Check(max(0.0, -adv), tol.SUPERGRADIENT_TOL),
+        "random_W_violation": Check(_pos(_neg(rnd)), tol.SUPERGRADIENT_TOL),
+        "adversarial_W_and_lmo_violation": Check(_pos(_neg(adv)), tol.SUPERGRADIENT_TOL),
         "adversarial_top_k_negative": Check(top, -tol.FANTOPE_SEPARATION),
-        "adversarial_top_k_closed_form_err": Check(max(v["adv_top_closed_err"] for v in sg.values()),
+        "adversarial_top_k_closed_form_err": Check(_pick(sg.values(), "adv_top_closed_err"),
                                                    tol.FANTOPE_VALUE_RTOL),
-    }, time_clarabel=time.perf_counter() - t0,
+    }, time_truth=time.perf_counter() - t0,
         numbers={"random_min_W": rnd, "adversarial_min_W_lmo": adv, "adversarial_max_top": top,
-                 "random_min_top": min(v["random_min_top"] for v in sg.values())}))
+                 "random_min_top": _pick(sg.values(), "random_min_top", min)}))
+    rows[-1]["errors"] = _errors(*sg.values())
 
     # 3a. positive eigengap: unique LMO solution = W(M)
     t0 = time.perf_counter()
-    un = {name: uniqueness_checks(M, k, lmo_solution=lmo[name]["lmo_solution"])
+    un = {name: uniqueness_checks(M, k, lmo_solution=lmo[name].get("lmo_solution"))
           for name, M in mats.items() if name != "mm-solution"}
+    spread_excess = [{"x": None if v.get("face_spread") is None else v["face_spread"] - v["face_spread_bound"]}
+                     for v in un.values()]
     rows.append(_row(inst, "theorem3:unique-lmo", {
-        "eigengap_positive": Check(-min(v["eigengap"] for v in un.values()), 0.0, low=-np.inf),
-        "lmo_solution_eq_W": Check(max(v["lmo_dist"] for v in un.values()), tol.LMO_SOLUTION_TOL),
-        "face_spread_within_eps_over_gap": Check(
-            max(v["face_spread"] - v["face_spread_bound"] for v in un.values()), tol.FACE_SPREAD_SLACK),
-    }, time_clarabel=time.perf_counter() - t0,
-        numbers={f"{key}[{n}]": v[key] for n, v in un.items() for key in ("eigengap", "lmo_dist", "face_spread")}))
+        "eigengap_positive": Check(_neg(_pick(un.values(), "eigengap", min)), 0.0, low=-np.inf),
+        "lmo_solution_eq_W": Check(_pick(un.values(), "lmo_dist"), tol.LMO_SOLUTION_TOL),
+        "face_spread_within_eps_over_gap": Check(_pick(spread_excess, "x"), tol.FACE_SPREAD_SLACK),
+    }, time_truth=time.perf_counter() - t0,
+        numbers={f"{key}[{n}]": v.get(key) for n, v in un.items() for key in ("eigengap", "lmo_dist", "face_spread")}))
+    rows[-1]["errors"] = _errors(*un.values())
 
     # 3b. zero eigengap: several supergradients, directional derivatives
     t0 = time.perf_counter()
     zk = min(k, inst.d - 1)
     zg = zero_gap_checks(inst.d, zk, seed=inst.d)
+    g = zg.get
+    below = None if g("dd_cvxpy_below") is None else g("dd_cvxpy_below") - g("dd_cvxpy_below_bound")
     rows.append(_row(inst, "theorem3:zero-gap", {
-        "eigengap_zero": Check(abs(zg["eigengap"]) / max(1.0, inst.d), tol.FANTOPE_VALUE_RTOL),
-        "both_in_fantope": Check(zg["w_fantope_violation"], tol.FANTOPE_VALUE_RTOL),
-        "both_attain_R": Check(zg["w_value_err"], tol.FANTOPE_VALUE_RTOL),
-        "distinct": Check(-zg["w_distance"], -1.0, low=-np.inf),
-        "both_supergradients": Check(max(0.0, -zg["adv_min"]), tol.SUPERGRADIENT_TOL),
-        "face_not_singleton": Check(-zg["face_spread"], -tol.FACE_SPREAD_MIN, low=-np.inf),
-        "directional_fd_eq_min_superdiff": Check(zg["dd_fd_err"], tol.DIRECTIONAL_TOL),
-        "directional_cvxpy_face_not_above": Check(max(0.0, zg["dd_cvxpy_above"]), tol.SUPERGRADIENT_TOL),
-        "directional_cvxpy_face_within_sqrt_eps": Check(zg["dd_cvxpy_below"] - zg["dd_cvxpy_below_bound"], 0.0,
-                                                         low=-np.inf),
-        "kink": Check(zg["kink"], -tol.KINK_MIN),
-    }, time_clarabel=time.perf_counter() - t0, numbers={key: v for key, v in zg.items()} | {"k": zk}))
+        "eigengap_zero": Check(None if g("eigengap") is None else abs(g("eigengap")) / inst.d,
+                               tol.FANTOPE_VALUE_RTOL),
+        "both_in_fantope": Check(g("w_fantope_violation"), tol.FANTOPE_VALUE_RTOL),
+        "both_attain_R": Check(g("w_value_err"), tol.FANTOPE_VALUE_RTOL),
+        "distinct": Check(_neg(g("w_distance")), -1.0, low=-np.inf),
+        "both_supergradients": Check(_pos(_neg(g("adv_min"))), tol.SUPERGRADIENT_TOL),
+        "face_not_singleton": Check(_neg(g("face_spread")), -tol.FACE_SPREAD_MIN, low=-np.inf),
+        "directional_fd_eq_min_superdiff": Check(g("dd_fd_err"), tol.DIRECTIONAL_TOL),
+        "directional_cvxpy_face_not_above": Check(_pos(g("dd_cvxpy_above")), tol.SUPERGRADIENT_TOL),
+        "directional_cvxpy_face_within_sqrt_eps": Check(below, 0.0, low=-np.inf),
+        "kink": Check(g("kink"), -tol.KINK_MIN),
+    }, time_truth=time.perf_counter() - t0,
+        numbers={key: v for key, v in zg.items() if key != "error"} | {"k": zk}))
+    rows[-1]["errors"] = _errors(zg)
 
-    # 4. reference MM monotone and at a fixed point
+    # 4. reference MM monotone and at a certified fixed point
+    g = mm.get
     rows.append(_row(inst, "theorem4:mm-reference", {
-        "phi_non_increasing": Check(max(0.0, mm["ref_max_increase"]), tol.MM_MONOTONE_RTOL),
-        "fixed_point": Check(mm["fixed_point_gap"], tol.MM_FIXED_POINT_RTOL, low=-tol.MM_FIXED_POINT_RTOL),
-        "converged": Check(0.0 if mm["ref_converged"] else 1.0, 0.0),
-    }, p_star=mm["phi_star"], time_clarabel=mm["time_ref"],
-        numbers={"phi_trajectory": mm["phi_ref"], "iterations": mm["ref_iterations"]}))
+        "phi_non_increasing": Check(_pos(g("ref_max_increase")), tol.MM_MONOTONE_RTOL),
+        "certified_fixed_point": Check(g("fixed_point_gap"), tol.MM_FIXED_POINT_RTOL, low=-tol.GAP_NEGATIVE_SLACK),
+        "converged": Check(None if g("ref_converged") is None else (0.0 if g("ref_converged") else 1.0), 0.0),
+    }, p_star=g("phi_star"), time_truth=g("time_ref"),
+        numbers={"phi_trajectory": g("phi_ref"), "iterations": g("ref_iterations")}))
+    rows[-1]["message"] = g("ref_message", mm.get("error", ""))
 
-    # 5. fast MM vs cvxpy MM
+    # 5. fast MM vs the reference MM; its fixed-point certificate re-checked by the ladder
     rows.append(_row(inst, "fantope-mm", {
-        "phi_gap_vs_cvxpy_mm": Check(mm["fast_gap"], tol.FANTOPE_MM_GAP, low=-tol.FANTOPE_MM_GAP),
-        "surrogate_gap_vs_cvxpy": Check(mm["surrogate_gap"], tol.FANTOPE_MM_GAP, low=-tol.GAP_NEGATIVE_SLACK),
-        "surrogate_value_at_agreement": Check(mm["surrogate_value_at_err"], tol.VALUE_AT_RTOL),
-        "phi_non_increasing": Check(max(0.0, mm["fast_max_increase"]), tol.MM_MONOTONE_RTOL),
-        "converged": Check(0.0 if mm["fast_converged"] else 1.0, 0.0),
-    }, p_star=mm["phi_star"], f_fast=mm["phi_fast"], rel_gap=mm["fast_gap"], time_clarabel=mm["time_ref"],
-        time_fast=mm["time_fast"], numbers={"outer": mm["fast_outer"], "inner": mm["fast_inner"],
-                                            "surrogate_gap": mm["surrogate_gap"]}))
+        "phi_gap_vs_reference_mm": Check(g("fast_gap"), tol.FANTOPE_MM_GAP, low=-tol.FANTOPE_MM_GAP),
+        "fixed_point_gap_by_ladder": Check(g("surrogate_gap"), tol.FANTOPE_MM_GAP, low=-tol.GAP_NEGATIVE_SLACK),
+        "fixed_point_certificate_valid": Check(g("surrogate_certificate_valid"), tol.GAP_NEGATIVE_SLACK,
+                                               low=-np.inf),
+        "surrogate_value_at_agreement": Check(g("surrogate_value_at_err"), tol.VALUE_AT_RTOL),
+        "phi_non_increasing": Check(_pos(g("fast_max_increase")), tol.MM_MONOTONE_RTOL),
+        "converged": Check(None if g("fast_converged") is None else (0.0 if g("fast_converged") else 1.0), 0.0),
+    }, p_star=g("phi_star"), f_fast=g("phi_fast"), rel_gap=g("fast_gap"), time_truth=g("time_ref"),
+        time_fast=g("time_fast"), numbers={"outer": g("fast_outer"), "inner": g("fast_inner"),
+                                           "fixed_point_gap_fast": g("fast_rho"),
+                                           "surrogate_gap": g("surrogate_gap")}))
+    rows[-1]["message"] = g("fast_message", "")
     rows.append(_row(inst, "fantope-subgradient (alg. 2)", {
-        "phi_gap_vs_cvxpy_mm": Check(mm["alg2_gap"], tol.FANTOPE_ALG2_GAP, low=-tol.FANTOPE_ALG2_GAP),
-        "phi_value_agreement": Check(mm["alg2_value_err"], tol.VALUE_AT_RTOL),
-        "converged": Check(0.0 if mm["alg2_converged"] else 1.0, 0.0),
-    }, p_star=mm["phi_star"], f_fast=mm["phi_alg2"], rel_gap=mm["alg2_gap"], time_clarabel=mm["time_ref"],
-        time_fast=mm["time_alg2"]))
+        "phi_gap_vs_reference_mm": Check(g("alg2_gap"), tol.FANTOPE_ALG2_GAP, low=-tol.FANTOPE_ALG2_GAP),
+        "phi_value_agreement": Check(g("alg2_value_err"), tol.VALUE_AT_RTOL),
+        "converged": Check(None if g("alg2_converged") is None else (0.0 if g("alg2_converged") else 1.0), 0.0),
+    }, p_star=g("phi_star"), f_fast=g("phi_alg2"), rel_gap=g("alg2_gap"), time_truth=g("time_ref"),
+        time_fast=g("time_alg2"), numbers={"majorizer_gap": g("alg2_rho")}))
+    rows[-1]["message"] = g("alg2_message", "")
     rows[-1]["numbers"]["time_mm_checks"] = t_mm
     for r in rows[-3:]:
+        r["errors"] = _errors(mm)
         r["warnings"] = [w for w in mm_warnings if ("alg. 2" in r["solver"]) == ("fantope-subgradient" in w)]
-    return rows
-
+    return _finish(rows)
 
 SPEC = MethodSpec(
     name="fantope",
