@@ -29,13 +29,18 @@ value is the negative of the paper's):
 
 For the smooth losses the dual weights of eq. (13)/(20) are
 :math:`u = \mathrm{softmax}(-\rho)` and :math:`u_r = \sigma(-\rho_r)`; the gradient of the objective is
-:math:`\nu I - \hat A(u)` with :math:`\hat A(u) = \sum_r u_r A_r` (eq. 17), and when
-:math:`\lambda_{\max}(\hat A(u)) \le \nu` the duality gap of :math:`X` is certified:
-:math:`f(X) - f^* \le \nu\,\mathrm{tr} X - u^\top \rho(X)` (:func:`smooth_certificate`).
+:math:`\nu I - \hat A(u)` with :math:`\hat A(u) = \sum_r u_r A_r` (eq. 17).
+
+Certificates (shared by the cvxpy ground truth and every fast solver): :class:`BoostMetricCertifier`
+turns any dual weights into a certified lower bound on the optimum (the exact repairs are in its
+notes); :func:`lambda_max_column_generation` is the column generation of the hinge dual
+:math:`\min_{u \in U_\nu} \lambda_{\max}(\hat A(u))`, used by the hinge solver and by the exponential
+certificate's anchor. :meth:`BoostMetricModel.normalized` is the exact power-of-two rescaling
+the ground truth and the solvers run on. Every tolerance here is relative to the data's scale.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import entr, expit, log_expit, logsumexp, softmax
@@ -503,7 +508,7 @@ class ColumnGeneration:
     pi: float = -np.inf
     n_lp: int = 0
     n_mispriced: int = 0
-    history: list = None
+    history: list = field(default_factory=list)
     reason: str = ""
 
     def point(self) -> np.ndarray:
@@ -557,7 +562,7 @@ def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max
     u0 = np.full(m, 1.0 / m)
     lam, v = geom.lambda_max_upper(u0, method=eig)
     cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
-    st = ColumnGeneration(cols=cols, H=geom.columns(cols), u_best=u0, lam_best=lam, history=[])
+    st = ColumnGeneration(cols=cols, H=geom.columns(cols), u_best=u0, lam_best=lam)
     idle = np.zeros(cols.shape[1], dtype=np.int64)   # LPs since each column last had weight
     for _ in range(max_lp):
         w, u, pi = solve_restricted_lp(st.H, cap)
