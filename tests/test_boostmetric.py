@@ -245,7 +245,10 @@ def test_multipass_returns_a_metric_in_the_original_coordinates():
         ref = boostmetric_stagewise(inst.X, triplets_from_labels(inst.X, inst.y), **opts)
     assert one.certified_gap == ref.certified_gap and not one.converged
     np.testing.assert_allclose(one.M, ref.M, atol=1e-10)
-    two = boostmetric_multipass(inst.X, inst.y, passes=2, tol=0.5, **opts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        two = boostmetric_multipass(inst.X, inst.y, passes=2, **opts)
+    assert two.converged == all(r.converged for r in two.info["passes"])
     assert two.M.shape == (inst.d, inst.d) and np.linalg.eigvalsh(two.M)[0] >= -1e-10
     assert len(two.info["passes"]) == 2
 
@@ -350,7 +353,8 @@ def test_feature_scaling_gives_the_same_certified_answer(loss):
             res = _fast(loss, inst.X * s, inst.constraints, nu)
         if res.converged:
             assert abs(relative_difference(res.objective, f * base.objective)) <= res.tol + base.tol
-            assert res.lower_bound <= f * base.objective * (1 + np.sign(base.objective) * 1e-9) + 1e-300
+            ref = f * base.objective      # the unscaled feasible value mapped: >= p* of the scaled problem
+            assert res.lower_bound <= ref + 1e-9 * abs(ref)
         else:
             assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
