@@ -306,6 +306,11 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
         run.cols = np.column_stack([run.cols, new])
         H = np.column_stack([H, hn])
         w = corrective(np.concatenate([w, [w_first], np.zeros(new.shape[1] - 1)]))
+        # drop the columns L-BFGS-B left at zero (the same X without them; pricing re-adds a
+        # direction when it is needed). Measured on wine, logistic, seeds 0 / 1 / 3: 78 / 121 / 190
+        # iterations and 0.6 / 1.1 / 3.0 s with pruning, 291 / 498 / 446 and 6.8 / 18 / 18.5 s without
+        keep = w > 0
+        run.cols, H, w = run.cols[:, keep], H[:, keep], w[keep]
         rho = H @ w
         history.append(twin.value_from_margins(rho, w.sum()))
     return run.result(f"boostmetric-{loss}-tc", w, n_iter, stop_reason, history)
