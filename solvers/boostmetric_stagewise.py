@@ -160,6 +160,15 @@ class _Run:
         bound = self.certifier.bound(u, upper=f, columns=self.cols)
         return relative_gap(f, bound.lower), bound
 
+    def line_search(self, loss, rho, h) -> float:
+        """:func:`line_search_weight` on the normalized problem, its error stated in the caller's units."""
+        if loss == "exp" and float(np.min(h)) >= self.nu and h @ self.twin.weights(rho) > self.nu:
+            raise ValueError(
+                f"the exponential-loss problem is unbounded below: a rank-one direction gives every triplet a "
+                f"margin >= nu = {self.model.nu:.3g} per unit trace (the triplets are separable); increase nu "
+                f"above {float(np.min(h)) * self.c2:.3g} or use the logistic loss")
+        return line_search_weight(loss, rho, h, self.nu)
+
     def result(self, name, w, n_iter, stop_reason, history, extra=None):
         w_orig = w / self.c2                                 # exact: c2 is a power of four
         keep = w_orig > 0
@@ -221,7 +230,7 @@ def boostmetric_stagewise(X, triplets, *, loss: str = "exp", nu: float = 1e-7, m
             break
         v = V[:, :1]
         h = geom.columns(v)[:, 0]
-        wj = line_search_weight(loss, rho, h, nu)
+        wj = run.line_search(loss, rho, h)
         rho = rho + wj * h
         run.cols = np.column_stack([run.cols, v])
         w = np.append(w, wj)
@@ -302,7 +311,7 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
                 break
             continue
         hn = geom.columns(new)
-        w_first = line_search_weight(loss, rho, hn[:, 0], nu)  # raises when the problem is unbounded
+        w_first = run.line_search(loss, rho, hn[:, 0])  # raises when the problem is unbounded
         run.cols = np.column_stack([run.cols, new])
         H = np.column_stack([H, hn])
         w = corrective(np.concatenate([w, [w_first], np.zeros(new.shape[1] - 1)]))
