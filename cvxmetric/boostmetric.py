@@ -29,21 +29,25 @@ value is the negative of the paper's):
 
 For the smooth losses the dual weights of eq. (13)/(20) are
 :math:`u = \mathrm{softmax}(-\rho)` and :math:`u_r = \sigma(-\rho_r)`; the gradient of the objective is
-:math:`\nu I - \hat A(u)` with :math:`\hat A(u) = \sum_r u_r A_r` (eq. 17), and when
-:math:`\lambda_{\max}(\hat A(u)) \le \nu` the duality gap of :math:`X` is certified:
-:math:`f(X) - f^* \le \nu\,\mathrm{tr} X - u^\top \rho(X)` (:func:`smooth_certificate`).
+:math:`\nu I - \hat A(u)` with :math:`\hat A(u) = \sum_r u_r A_r` (eq. 17).
+
+Certificates (shared by the cvxpy ground truth and every fast solver): :class:`BoostMetricCertifier`
+turns any dual weights into a certified lower bound on the optimum (the exact repairs are in its
+notes); :func:`lambda_max_column_generation` is the column generation of the hinge dual
+:math:`\min_{u \in U_\nu} \lambda_{\max}(\hat A(u))`, used by the hinge solver and by the exponential
+certificate's anchor. :meth:`BoostMetricModel.normalized` is the exact power-of-two rescaling
+the ground truth and the solvers run on. Every tolerance here is relative to the data's scale.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit, log_expit, logsumexp, softmax
+from scipy.special import entr, expit, log_expit, logsumexp, softmax
 
 from ._checks import as_data_matrix, check_positive
 from .constraints import ConstraintSet
 from .hinge import QuadrupletGeometry
-from .tolerances import ZERO_LENGTH_TOL
 
 __all__ = [
     "LOSSES",
@@ -56,8 +60,13 @@ __all__ = [
     "hinge_dual_weights",
     "loss_value",
     "loss_weights",
-    "smooth_certificate",
     "project_capped_simplex",
+    "solve_restricted_lp",
+    "ColumnGeneration",
+    "lambda_max_column_generation",
+    "DualBound",
+    "BoostMetricCertifier",
+    "power_of_two",
 ]
 
 #: The losses of the paper: hinge (eq. 5), exponential (eq. 8), logistic (eq. 19).
@@ -71,6 +80,44 @@ DENSE_EIG_MAX_D = 200
 #: Relative tolerance handed to ``eigsh`` for the top eigenpair (its residual is reported and
 #: added to the eigenvalue wherever the eigenvalue is used as a certified bound).
 LANCZOS_TOL = 1e-12
+
+#: Round-off of :math:`\hat A(u)` and of its eigenvalues (:meth:`TripletGeometry.roundoff`):
+#: summing m terms and a backward-stable ``eigh`` of a d x d matrix err by at most about
+#: (m + d) ulps of :math:`\sum_r |u_r| (\|x_i - x_j\|^2 + \|x_i - x_k\|^2)` (the size of the terms
+#: summed). It is added to :math:`\lambda_{\max}` wherever that enters a certified bound, and a
+#: priced column whose reduced cost is below it is round-off, not an improvement.
+#: (A fixed 1e-12 of that size stalled column generation at a 1.4e-7 gap on ill-conditioned
+#: features, where the size is 1e6 times the optimum.)
+ROUNDOFF_ULPS_PER_TERM = 1.0
+
+#: HiGHS's feasibility tolerances are absolute (default 1e-7 on the rescaled LP, whose entries
+#: are at most ~1): column generation stalls once the reduced costs of new columns fall below
+#: them, measured at a certified gap of 2.9e-6 on iris (p* = 0.035 while max|H| ~ 8). At 1e-10
+#: the LP keeps improving down to the round-off of H.
+LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+#: Wentges' dual smoothing weight of :func:`lambda_max_column_generation`: price at
+#: alpha * u_best + (1 - alpha) * u_LP. Measured on wine (60 points, 540 triplets, nu = 10/m):
+#: 277 LPs without smoothing, 133 with 0.5, 115 with 0.7.
+SMOOTHING = 0.7
+
+#: Columns priced per LP by :func:`lambda_max_column_generation` (the leading eigenvectors of
+#: A(u) with a positive reduced cost). Measured on circles (d = 10, 540 triplets) to a 1e-7
+#: certified gap (LPs with 1 / 3 / 5 columns): iris 60 / 56 / 57, wine 108 / 66 / 66, circles
+#: 354 / 130 / 85 (13 s / 6.6 s / 4.7 s).
+CG_COLUMNS = 5
+
+#: Column generation drops a column that has had zero weight in this many consecutive LPs: the
+#: LP's cost grows with its columns (HiGHS: ~1 ms per column at m = 540) while an optimal X has
+#: few (measured on circles, d = 10: 340 LPs in 60 s without pruning).
+PRUNE_IDLE_LPS = 10
+
+#: Exponential-loss certificate (:class:`BoostMetricCertifier`): the search for an anchor u0 with
+#: lambda_max(A(u0)) < nu stops once its slack nu - lambda_max(A(u0)) is at least this fraction of
+#: the largest slack possible (nu minus the restricted LP's lower bound on min lambda_max) ...
+ANCHOR_SLACK_FRACTION = 0.5
+#: ... or after this many LPs (measured: 5-40 on the default instances).
+ANCHOR_MAX_LP = 200
 
 
 def as_triplets(triplets) -> ConstraintSet:
@@ -139,7 +186,8 @@ class TripletGeometry:
                              "every triplet needs three distinct points")
         self.geometry = QuadrupletGeometry(X, cons, _validated=True)
         a, b = self.geometry.squared_lengths()
-        zero = (a <= ZERO_LENGTH_TOL) | (b <= ZERO_LENGTH_TOL)
+        zu, zv = self.geometry.zero_length()   # the project's one (relative) duplicate test
+        zero = zu | zv
         if np.any(zero):
             q = int(np.argmax(zero))
             raise ValueError(
@@ -150,6 +198,33 @@ class TripletGeometry:
         self.X = X
         self.triplets = cons
         self.m, self.d = len(cons), X.shape[1]
+        self._sizes = a + b
+
+    def weight_scale(self, u: np.ndarray) -> float:
+        r""":math:`\sum_r |u_r| (\|x_i - x_j\|^2 + \|x_i - x_k\|^2) \ge \|\hat A(u)\|_2`: the size of the
+        terms summed into :math:`\hat A(u)`, the unit of its round-off (scales with the data squared)."""
+        return float(np.abs(u) @ self._sizes)
+
+    def data_scale(self) -> float:
+        r"""The data's squared scale as a power of 4: :math:`c^2 = 4^k` nearest (in log) to the mean
+        squared length of the triplets' difference vectors. Dividing the data by :math:`c = 2^k` is
+        exact in floating point (see :meth:`BoostMetricModel.normalized`)."""
+        return power_of_two(float(np.mean(self._sizes)) / 2.0, even=True)
+
+    def roundoff(self, u: np.ndarray) -> float:
+        """Round-off allowance of :math:`\\hat A(u)` and its eigenvalues (see ``ROUNDOFF_ULPS_PER_TERM``)."""
+        return ROUNDOFF_ULPS_PER_TERM * (self.m + self.d) * np.finfo(np.float64).eps * self.weight_scale(u)
+
+    def lambda_max_upper(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
+                         k: int = 1) -> tuple[float, np.ndarray]:
+        r"""A certified upper bound on :math:`\lambda_{\max}(\hat A(u))` and the top eigenvector(s).
+
+        The computed eigenvalue plus the eigen-solver's residual (Lanczos) plus the round-off
+        allowance :meth:`roundoff`. Returns the bound and the ``k``
+        leading unit eigenvectors, shape (d, k).
+        """
+        lam, V, resid = self.top_eigenpair(u, method=method, v0=v0, k=min(int(k), self.d))
+        return float(lam[0]) + resid + self.roundoff(u), V
 
     # ----------------------------------------------------------------- margins and columns
     def margins(self, M: np.ndarray) -> np.ndarray:
@@ -304,18 +379,6 @@ def loss_weights(loss: str, rho: np.ndarray) -> np.ndarray:
     raise ValueError(f"loss_weights takes 'exp' or 'logistic'; got {loss!r}")
 
 
-def smooth_certificate(nu: float, trace: float, rho: np.ndarray, u: np.ndarray, lam_max: float) -> float | None:
-    r"""Certified duality gap :math:`\nu\,\mathrm{tr}X - u^\top\rho` of a smooth BoostMetric point, or None.
-
-    By Fenchel duality (the entropy duals (12) and the logistic dual of sec. 3.5), any
-    :math:`u = u(X)` with :math:`\hat A(u) \preceq \nu I` gives :math:`f^* \ge f(X) - \langle \nu I - \hat A(u), X\rangle`.
-    Returns None when :math:`\lambda_{\max}(\hat A(u)) > \nu` (u is not dual feasible).
-    """
-    if lam_max > nu:
-        return None
-    return float(max(0.0, nu * trace - float(u @ rho)))
-
-
 def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.ndarray:
     r"""Euclidean projection onto :math:`\{u : 0 \le u \le \text{cap}, 1^\top u = \text{total}\}`.
 
@@ -337,6 +400,196 @@ def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.
             break
     u = np.clip(z - 0.5 * (lo + hi), 0.0, cap)
     return u
+
+
+def power_of_two(x: float, *, even: bool = False) -> float:
+    r"""The power of two nearest to ``x > 0`` in log scale (``even``: a power of four); 1 for x <= 0.
+
+    Scaling by a power of two is exact in floating point, so a problem rescaled by one is the
+    same problem bit for bit (barring under/overflow).
+    """
+    if not (x > 0 and np.isfinite(x)):
+        return 1.0
+    k = np.log2(x)
+    k = 2.0 * np.round(k / 2.0) if even else np.round(k)
+    return float(2.0 ** k)
+
+
+def solve_restricted_lp(H: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""The restricted master LP of the hinge problem (eq. 7) and its dual, by HiGHS.
+
+    HiGHS solves the dual form :math:`\min_{u, \pi} \pi` s.t. :math:`H^\top u \le \pi 1`,
+    :math:`1^\top u = 1`, :math:`0 \le u \le \text{cap}` (J + 1 rows instead of m: measured 10x
+    faster than the primal form at m = 1600, J = 200); the primal weights :math:`w` are the
+    multipliers of the J column rows. HiGHS's feasibility tolerances are absolute (1e-7), so
+    the LP is solved for :math:`H / s` with :math:`s` the power of two nearest to
+    :math:`\max|H|` (the LP is positively homogeneous in H: the same u and w, the value times s);
+    without it an H of size 1e-8 (features * 1e-4) is solved to no digit.
+
+    Parameters
+    ----------
+    H : ndarray, shape (m, J)
+        :math:`H_{rj} = \langle A_r, v_j v_j^\top\rangle`.
+    cap : float
+        The cap :math:`\nu` on the dual weights (cap = 1: the plain simplex).
+
+    Returns
+    -------
+    w : ndarray, shape (J,)
+        Column weights (:math:`w \ge 0`, :math:`1^\top w = 1`).
+    u : ndarray, shape (m,)
+        Dual weights, projected onto :math:`U_{\text{cap}}` (removes HiGHS's round-off).
+    value : float
+        The LP value :math:`\pi` (paper's sign: the restricted maximum of eq. 7).
+
+    Raises
+    ------
+    RuntimeError
+        If HiGHS does not report an optimal solution.
+    """
+    from scipy.optimize import linprog
+
+    m, J = H.shape
+    s = power_of_two(float(np.max(np.abs(H))))
+    c = np.zeros(m + 1)
+    c[-1] = 1.0
+    A_ub = np.hstack([H.T / s, -np.ones((J, 1))])
+    A_eq = np.concatenate([np.ones(m), [0.0]])[None, :]
+    bounds = [(0.0, cap)] * m + [(None, None)]
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(J), A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs",
+                  options=LP_OPTIONS)
+    if res.status != 0:
+        raise RuntimeError(f"master LP: HiGHS ended with status {res.status} ({res.message})")
+    w = np.maximum(-res.ineqlin.marginals, 0.0)
+    if w.sum() <= 0:
+        raise RuntimeError("master LP: HiGHS returned no primal weights (all column multipliers are 0)")
+    w = w / w.sum()
+    u = project_capped_simplex(res.x[:m], cap)
+    return w, u, float(res.fun) * s
+
+
+@dataclass(eq=False)
+class ColumnGeneration:
+    r"""State of :func:`lambda_max_column_generation`.
+
+    Attributes
+    ----------
+    cols : ndarray, shape (d, J)
+        Unit columns :math:`v_j` (the last one may have been priced after the last LP).
+    H : ndarray, shape (m, J)
+        :math:`H_{rj} = \langle A_r, v_j v_j^\top\rangle`.
+    w, u, pi
+        The last LP's column weights (over the first ``w.size`` columns), dual weights and value.
+    u_best : ndarray, shape (m,)
+        The dual point with the smallest certified :math:`\lambda_{\max}(\hat A(u))` seen.
+    lam_best : float
+        That certified upper bound (:meth:`TripletGeometry.lambda_max_upper`).
+    n_lp, n_mispriced : int
+        LPs solved, and smoothed pricings that gave no improving column.
+    history : list of float
+        LP value per LP.
+    reason : str
+        ``"stop"`` (the caller's test held), ``"stalled"`` (no improving column at the LP's own
+        dual point: the restricted LP is optimal up to round-off) or ``"max_iter"``.
+    """
+
+    cols: np.ndarray
+    H: np.ndarray
+    u_best: np.ndarray
+    lam_best: float
+    w: np.ndarray | None = None
+    u: np.ndarray | None = None
+    pi: float = -np.inf
+    n_lp: int = 0
+    n_mispriced: int = 0
+    history: list = field(default_factory=list)
+    reason: str = ""
+
+    def point(self) -> np.ndarray:
+        r""":math:`X = \sum_j w_j v_j v_j^\top` of the last LP (PSD, trace one)."""
+        cols = self.cols[:, :self.w.size]
+        keep = self.w > 0
+        X = (cols[:, keep] * self.w[keep]) @ cols[:, keep].T
+        X = 0.5 * (X + X.T)
+        return X / np.trace(X)
+
+
+def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max_lp: int,
+                                 smoothing: float = SMOOTHING, eig: str = "auto",
+                                 V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS) -> ColumnGeneration:
+    r""":math:`\min_{u \in U_{\text{cap}}} \lambda_{\max}(\hat A(u))` by LP column generation (DESIGN §5.6).
+
+    This is the dual of the hinge SDP (eq. 5) with :math:`\nu` = ``cap``, and with cap = 1 the
+    best trace-one worst margin :math:`\lambda^* = \max_{\mathrm{tr}X = 1, X \succeq 0} \min_r \rho_r(X)`
+    (the exponential-loss problem is bounded below iff :math:`\nu \ge \lambda^*`).
+
+    Each iteration solves the restricted LP over the columns (:func:`solve_restricted_lp`) and
+    prices a new column: the top eigenvector of :math:`\hat A(u_s)` at Wentges' smoothed point
+    :math:`u_s = \alpha u_{\text{best}} + (1 - \alpha) u` (plain column generation tails off: HiGHS
+    returns arbitrary vertices of degenerate dual faces and the pricing zig-zags); when the
+    column found there does not improve the LP (reduced cost within
+    :meth:`TripletGeometry.roundoff`) it prices at :math:`u` itself.
+    :math:`\lambda_{\max}(\hat A(u_{\text{best}}))` is an upper bound and the LP value a lower
+    bound on the minimum.
+
+    Parameters
+    ----------
+    geom : TripletGeometry
+    cap : float
+        :math:`\nu`, at least 1/m.
+    stop : callable
+        ``stop(state) -> bool``, called after every LP and pricing step.
+    max_lp : int
+    smoothing : float in [0, 1)
+    eig : {"auto", "dense", "lanczos"}
+    V0 : ndarray, shape (d, J0), optional
+        Initial unit columns (e.g. a solver's), added to the top eigenvector at uniform u.
+    n_columns : int
+        Leading eigenvectors priced per LP; those with a positive reduced cost (above round-off)
+        are added (1 is the paper's rule).
+
+    Returns
+    -------
+    ColumnGeneration
+    """
+    m = geom.m
+    u0 = np.full(m, 1.0 / m)
+    lam, v = geom.lambda_max_upper(u0, method=eig)
+    cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
+    st = ColumnGeneration(cols=cols, H=geom.columns(cols), u_best=u0, lam_best=lam)
+    idle = np.zeros(cols.shape[1], dtype=np.int64)   # LPs since each column last had weight
+    for _ in range(max_lp):
+        w, u, pi = solve_restricted_lp(st.H, cap)
+        idle = np.where(w > 0, 0, idle + 1)
+        keep = idle <= PRUNE_IDLE_LPS
+        if not np.all(keep):   # the LP optimum keeps its columns, so pi cannot decrease
+            st.cols, st.H, w, idle = st.cols[:, keep], st.H[:, keep], w[keep], idle[keep]
+        st.w, st.u, st.pi = w, u, pi
+        st.n_lp += 1
+        st.history.append(pi)
+        alpha = smoothing
+        while True:
+            u_s = alpha * st.u_best + (1.0 - alpha) * u
+            lam, V = geom.lambda_max_upper(u_s, method=eig, v0=st.cols[:, int(np.argmax(w))], k=n_columns)
+            if lam < st.lam_best:
+                st.lam_best, st.u_best = lam, u_s
+            h = geom.columns(V)
+            improving = h.T @ u - pi > geom.roundoff(u)
+            if improving[0] or alpha == 0.0:
+                break
+            alpha = 0.0  # mis-pricing: the smoothed point gave no improving column; price at u
+            st.n_mispriced += 1
+        if stop(st):
+            st.reason = "stop"
+            return st
+        if not np.any(improving):
+            st.reason = "stalled"
+            return st
+        st.cols = np.column_stack([st.cols, V[:, improving]])
+        st.H = np.column_stack([st.H, h[:, improving]])
+        idle = np.append(idle, np.zeros(int(improving.sum()), dtype=np.int64))
+    st.reason = "max_iter"
+    return st
 
 
 # --------------------------------------------------------------------------------- the model
@@ -392,6 +645,31 @@ class BoostMetricModel:
             return hinge_dual_weights(rho, self.nu)
         return loss_weights(self.loss, rho)
 
+    def normalized(self) -> tuple["BoostMetricModel", float]:
+        r"""The same problem with the data divided by :math:`c = 2^k` (exact), and the map back.
+
+        With :math:`c^2` = :meth:`TripletGeometry.data_scale` the twin's margins are
+        :math:`\rho(X) / c^2`, of order :math:`\mathrm{tr}X`. What is exactly invariant:
+
+        * hinge: the objective is positively homogeneous in the margins and :math:`\mathrm{tr}X = 1`
+          is kept, so with the same :math:`\nu`, ``value(X) == c2 * twin.value(X)`` (same point);
+        * exp / logistic: :math:`\text{loss}(\rho(X)/c^2) + (\nu/c^2)\,\mathrm{tr}X = f(X / c^2)`, so the
+          twin has :math:`\nu / c^2` and ``twin.value(P) == value(P / c2)`` (values equal, points
+          divided by :math:`c^2`). Hence data scaled by s with :math:`\nu` scaled by :math:`s^2` is the
+          same problem (points divided by :math:`s^2`), and so is its twin.
+
+        Returns
+        -------
+        twin : BoostMetricModel
+        c2 : float
+            :math:`c^2` (a power of four).
+        """
+        c2 = self.geometry.data_scale()
+        c = float(np.sqrt(c2))
+        geom = TripletGeometry(self.geometry.X / c, self.geometry.triplets)
+        nu = self.nu if self.loss == "hinge" else self.nu / c2
+        return BoostMetricModel(geom, self.loss, nu), c2
+
 
 def boostmetric_model(X, triplets, *, loss: str = "exp", nu: float = 1e-7) -> BoostMetricModel:
     r"""Build a :class:`BoostMetricModel` (validates the data, the triplets and :math:`\nu`).
@@ -409,3 +687,159 @@ def boostmetric_model(X, triplets, *, loss: str = "exp", nu: float = 1e-7) -> Bo
     geom = TripletGeometry(X, triplets)
     nu = check_hinge_nu(nu, geom.m) if loss == "hinge" else check_positive(nu, "nu")
     return BoostMetricModel(geom, loss, nu)
+
+
+# --------------------------------------------------------------------------------- certificates
+@dataclass(frozen=True)
+class DualBound:
+    r"""A certified lower bound on a BoostMetric optimum (minimisation convention).
+
+    Attributes
+    ----------
+    lower : float or None
+        The bound (None: no certificate; ``detail`` says why).
+    multipliers : ndarray, shape (m,)
+        The repaired dual weights :math:`u` the bound was computed from.
+    lam_max : float
+        Certified upper bound on :math:`\lambda_{\max}(\hat A(u))` (:meth:`TripletGeometry.lambda_max_upper`).
+    detail : str
+        How the bound was obtained (which repair).
+    """
+
+    lower: float | None
+    multipliers: np.ndarray
+    lam_max: float
+    detail: str = ""
+
+
+class BoostMetricCertifier:
+    r"""Certified lower bounds of the three BoostMetric problems from dual weights :math:`u`.
+
+    One instance per problem: it caches the exponential loss's anchor (below). The ground truth
+    (``formulations.boostmetric``, from Clarabel's duals) and every fast solver call it.
+
+    Parameters
+    ----------
+    model : BoostMetricModel
+    eig : {"auto", "dense", "lanczos"}
+        Eigen-solver (see :meth:`TripletGeometry.top_eigenpair`).
+
+    Notes
+    -----
+    Write :math:`\hat A(u) = \sum_r u_r A_r` and :math:`\bar\lambda(u)` for the certified upper
+    bound on :math:`\lambda_{\max}(\hat A(u))`. Any :math:`u` is first *repaired* into the dual
+    domain, then:
+
+    * **hinge** (minimise :math:`-p(X)`, :math:`p` the paper's eq. 5): u is projected onto
+      :math:`U_\nu = \{1^\top u = 1, 0 \le u \le \nu\}`. For :math:`u \in U_\nu` and
+      :math:`\pi = \lambda_{\max}(\hat A(u))`, :math:`(u, \pi)` is feasible for the SDP dual
+      :math:`\min \pi` s.t. :math:`\hat A(u) \preceq \pi I`, so :math:`p^* \le \pi` and the bound is
+      :math:`-p^* \ge -\bar\lambda(u)`.
+    * **exp** (:math:`f(X) = \log\sum_r e^{-\rho_r(X)} + \nu\,\mathrm{tr}X`): u is projected onto the
+      simplex :math:`\Delta`. Fenchel: :math:`\log\sum_r e^{z_r} = \max_{u \in \Delta} u^\top z + H(u)`,
+      :math:`H(u) = -\sum_r u_r \log u_r`, so for every :math:`X \succeq 0`
+
+      .. math:: f(X) \ge H(u) + \langle \nu I - \hat A(u), X\rangle
+                \ge H(u) - [\bar\lambda(u) - \nu]_+\,\mathrm{tr}X .
+
+      If :math:`\bar\lambda(u) \le \nu` the bound is :math:`H(u)`. Otherwise a bound on
+      :math:`\mathrm{tr}X^*` is needed: take an *anchor* :math:`u_0 \in \Delta` with
+      :math:`\lambda_0 = \bar\lambda(u_0) < \nu`; the same inequality at :math:`X^*` and
+      :math:`f(X^*) \le F` (F = ``upper``, the value of a feasible point) give
+
+      .. math:: \mathrm{tr}X^* \le T = \frac{F - H(u_0)}{\nu - \lambda_0},\qquad
+                f^* \ge \max\big(H(u_0),\ H(u) - T\,(\bar\lambda(u) - \nu)\big).
+
+      The anchor is found once by :func:`lambda_max_column_generation` with cap 1 (seeded with
+      the caller's columns), which stops when its slack :math:`\nu - \lambda_0` is at least
+      ``ANCHOR_SLACK_FRACTION`` of the largest possible one; when its LP lower bound reaches
+      :math:`\nu`, :math:`\min_{u\in\Delta}\lambda_{\max}(\hat A(u)) \ge \nu` and the problem has no
+      strictly feasible dual (unbounded or not attained): no bound.
+    * **logistic** (:math:`\sum_r \log(1 + e^{-\rho_r(X)}) + \nu\,\mathrm{tr}X`): u is clipped into
+      :math:`[0, 1]^m`. Fenchel: :math:`\log(1 + e^{s}) = \max_{p \in [0,1]} ps + h(p)`, h the binary
+      entropy, so :math:`f(X) \ge \sum_r h(u_r) + \langle \nu I - \hat A(u), X\rangle`. The domain is a
+      box, so scaling repairs exactly: with :math:`t = \min(1, \nu / \bar\lambda(u))`,
+      :math:`\hat A(tu) \preceq \nu I` and :math:`f^* \ge \sum_r h(t u_r)`.
+
+    At the optimum (:math:`u = u(X^*)`, :math:`\lambda_{\max}(\hat A(u)) = \nu`) every bound is tight.
+    """
+
+    def __init__(self, model: BoostMetricModel, *, eig: str = "auto"):
+        self.model = model
+        self.eig = eig
+        self._anchor = None   # (u0, lam0, H(u0)) once searched; False when there is none
+        self._anchor_detail = ""
+
+    # ------------------------------------------------------------------ repairs
+    def repair(self, u) -> np.ndarray:
+        """``u`` projected into the dual domain of the loss (see the class notes)."""
+        u = np.asarray(u, dtype=np.float64).reshape(-1)
+        if u.shape != (self.model.m,) or not np.all(np.isfinite(u)):
+            raise ValueError(f"u must be a finite vector of shape ({self.model.m},); got shape {u.shape}")
+        if self.model.loss == "hinge":
+            return project_capped_simplex(u, self.model.nu)
+        if self.model.loss == "exp":
+            return project_capped_simplex(u, 1.0)
+        return np.clip(u, 0.0, 1.0)
+
+    def anchor(self, columns: np.ndarray | None = None):
+        r"""The exponential loss's anchor :math:`(u_0, \lambda_0, H(u_0))` (None: no strictly feasible dual)."""
+        if self._anchor is None:
+            nu = self.model.nu
+
+            def stop(st):
+                return st.pi >= nu or (st.lam_best < nu and nu - st.lam_best >= ANCHOR_SLACK_FRACTION * (nu - st.pi))
+
+            st = lambda_max_column_generation(self.model.geometry, 1.0, stop=stop, max_lp=ANCHOR_MAX_LP,
+                                              eig=self.eig, V0=columns)
+            if st.lam_best < nu:
+                u0 = st.u_best
+                self._anchor = (u0, st.lam_best, float(np.sum(entr(u0))))
+                self._anchor_detail = f"anchor lambda_0 = {st.lam_best:.6g} < nu after {st.n_lp} LPs"
+            else:
+                self._anchor = False
+                self._anchor_detail = (f"no anchor: min over the simplex of lambda_max(A(u)) >= {st.pi:.6g}"
+                                       f" (nu = {nu:.6g}) after {st.n_lp} LPs; the problem has no strictly "
+                                       "feasible dual (unbounded below or not attained)")
+        return self._anchor or None
+
+    # ------------------------------------------------------------------ the bound
+    def bound(self, u, *, upper: float | None = None, columns: np.ndarray | None = None) -> DualBound:
+        """A certified lower bound from dual weights ``u`` (see the class notes).
+
+        Parameters
+        ----------
+        u : array_like, shape (m,)
+            Dual weights (Clarabel's margin multipliers, the weights :math:`u(X)` of a point, an
+            LP dual); repaired first.
+        upper : float, optional
+            The objective of a feasible point (exp: needed for the trace bound when
+            :math:`\\bar\\lambda(u) > \\nu`).
+        columns : ndarray, shape (d, J), optional
+            Directions that seed the anchor search (exp).
+        """
+        model = self.model
+        geom, nu = model.geometry, model.nu
+        u = self.repair(u)
+        lam, _ = geom.lambda_max_upper(u, method=self.eig)
+        if model.loss == "hinge":
+            return DualBound(-lam, u, lam, "hinge: u projected onto U_nu, bound -lambda_max(A(u))")
+        if model.loss == "logistic":
+            t = 1.0 if lam <= nu else nu / lam
+            detail = "logistic: u in [0, 1]" + ("" if t == 1.0 else f", scaled by {t:.12g} into A(u) <= nu I")
+            return DualBound(float(np.sum(entr(t * u) + entr(1.0 - t * u))), t * u, t * lam, detail)
+        H = float(np.sum(entr(u)))
+        if lam <= nu:
+            return DualBound(H, u, lam, "exp: u on the simplex with A(u) <= nu I, bound H(u)")
+        anchor = self.anchor(columns)
+        if anchor is None:
+            return DualBound(None, u, lam, f"exp: lambda_max(A(u)) > nu and {self._anchor_detail}")
+        u0, lam0, H0 = anchor
+        if upper is None or not np.isfinite(upper):
+            return DualBound(H0, u0, lam0, f"exp: anchor bound H(u0) ({self._anchor_detail})")
+        T = max(0.0, float(upper) - H0) / (nu - lam0)
+        lower = H - T * (lam - nu)
+        if lower >= H0:
+            return DualBound(lower, u, lam, f"exp: lambda_max(A(u)) - nu = {lam - nu:.3g} repaired by "
+                                            f"tr X* <= {T:.6g} ({self._anchor_detail})")
+        return DualBound(H0, u0, lam0, f"exp: anchor bound H(u0) ({self._anchor_detail})")

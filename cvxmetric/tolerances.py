@@ -26,10 +26,6 @@ RANK_RTOL = 1e-6
 #: below any difference a data set resolves (12 significant digits).
 ZERO_LENGTH_RTOL = 1e-12
 
-#: DEPRECATED absolute threshold on squared lengths, wrong for data at small scale (X * 1e-6 has
-#: every squared length below it). Kept only until cvxmetric/itml.py, boostmetric.py and mmc.py
-#: call :func:`cvxmetric._checks.zero_length_mask`; then delete it. Do not use in new code.
-ZERO_LENGTH_TOL = 1e-12
 
 #: A matrix is in the Fantope F_k when its eigenvalues are in [-tol, 1 + tol] and its trace is
 #: within tol of k: a projector built as V_k V_k^T from an eigendecomposition is off by ~1e-15,

@@ -16,6 +16,16 @@ the hinge problem's value is the negative of the paper's eq. 5):
   ("margin", its multiplier is the weight vector u of eq. 13), :math:`X \succeq 0` ("psd");
 * ``logistic`` (eq. 19): :math:`\sum_r \log(1 + e^{-\rho_r}) + \nu\,\mathrm{tr}X`, same constraints.
 
+Certification (``formulations.ladder``): ``make_feasible`` projects a point onto the feasible set
+(the PSD cone; for the hinge problem the trace-one slice, eigenvalues projected onto the
+simplex); ``dual_bound`` is :class:`cvxmetric.boostmetric.BoostMetricCertifier` applied to the
+"margin" multipliers (hinge: :math:`u \in U_\nu`; exp/logistic: the weights of eq. 13/20, and also
+the weights :math:`u(X)` of the solver's point, the better bound kept); ``normalize`` divides the
+data by a power of two (:meth:`cvxmetric.boostmetric.BoostMetricModel.normalized`): the hinge
+value scales by :math:`c^2` at the same point, the smooth problems keep their value with
+:math:`\nu / c^2` and points divided by :math:`c^2`. No per-problem solver options: the ladder and
+the certificate replace them.
+
 ``value_at`` minimises the auxiliary variables in closed form through cvxpy expressions: for the
 hinge problem :math:`\max_\rho \rho - \nu\sum_r[\rho - \rho_r]_+ = (\nu(K+1) - 1)\,S_K + (1 - K\nu)\,S_{K+1}`
 with :math:`K = \lfloor 1/\nu \rfloor` and :math:`S_k` = ``sum_smallest(rho(X), k)`` (the LP dual over
@@ -27,26 +37,14 @@ import cvxpy as cp
 import numpy as np
 
 from cvxmetric._checks import as_square_symmetric
-from cvxmetric.boostmetric import BoostMetricModel, boostmetric_model
+from cvxmetric.boostmetric import (BoostMetricCertifier, BoostMetricModel, boostmetric_model,
+                                   project_capped_simplex)
 
-from .base import Formulation, symmetric_parameter
+from .base import Formulation, Normalization, ReferenceSolution, symmetric_parameter
 from .hinge import svec_expr
 
-__all__ = ["build_boostmetric", "build_boostmetric_hinge", "build_boostmetric_smooth", "build_master_lp",
+__all__ = ["build_boostmetric", "build_boostmetric_hinge", "project_trace_one", "build_boostmetric_smooth", "build_master_lp",
            "build_master_dual_lp", "margin_matrix", "hinge_value_expr"]
-
-
-#: Clarabel on the hinge SDP (measured on wine, 60 points, 540 triplets): the duality gap and the
-#: primal residual reach 4e-10 and 8e-10 but the dual residual stalls at 1.4e-7, just above the
-#: project's 1e-7, so Clarabel reports AlmostSolved; with tol_feas = 1e-6 it reports optimal at the
-#: same iterate, whose value agrees with the column-generation certificate to 1e-7.
-HINGE_CLARABEL_OPTIONS = {"tol_feas": 1e-6}
-
-
-#: Clarabel on the exp/logistic problems: at the project's 1e-7 the "margin" multipliers (the
-#: dual weights u of eq. 13/20, a softmax of the margins) differ from u(rho) by 1.1e-5 on iris;
-#: 1e-8 tightens that to ~1e-6; 1e-9 ends AlmostSolved on wine/circles (measured).
-SMOOTH_CLARABEL_OPTIONS = {"tol_gap_abs": 1e-8, "tol_gap_rel": 1e-8, "tol_feas": 1e-8}
 
 
 def margin_matrix(model: BoostMetricModel) -> np.ndarray:
@@ -99,9 +97,11 @@ def build_boostmetric_hinge(model: BoostMetricModel) -> Formulation:
         P.value = Xp
         return float(value_expr.value)
 
-    return Formulation(method="boostmetric", problem=problem, variables={"M": M, "rho": rho, "xi": xi},
+    form = Formulation(method="boostmetric", problem=problem, variables={"M": M, "rho": rho, "xi": xi},
                        constraints=cons, point_name="M", evaluate=evaluate, model=model,
-                       info={"A_svec": A, "loss": "hinge"}, solver_options={"CLARABEL": HINGE_CLARABEL_OPTIONS})
+                       info={"A_svec": A, "loss": "hinge"}, make_feasible=project_trace_one)
+    _add_certification(form, model)
+    return form
 
 
 def build_boostmetric_smooth(model: BoostMetricModel) -> Formulation:
@@ -132,9 +132,61 @@ def build_boostmetric_smooth(model: BoostMetricModel) -> Formulation:
         P.value = _check_point(point, d)
         return float(value_expr.value)
 
-    return Formulation(method="boostmetric", problem=problem, variables={"M": M, "rho": rho},
+    form = Formulation(method="boostmetric", problem=problem, variables={"M": M, "rho": rho},
                        constraints=cons, point_name="M", evaluate=evaluate, model=model,
-                       info={"A_svec": A, "loss": model.loss}, solver_options={"CLARABEL": SMOOTH_CLARABEL_OPTIONS})
+                       info={"A_svec": A, "loss": model.loss})
+    _add_certification(form, model)
+    return form
+
+
+def project_trace_one(X) -> np.ndarray:
+    r"""Projection of a symmetric X onto :math:`\{X \succeq 0, \mathrm{tr}X = 1\}` (eigenvalues onto the simplex)."""
+    X = np.asarray(X, dtype=np.float64)
+    lam, V = np.linalg.eigh(0.5 * (X + X.T))
+    lam = project_capped_simplex(lam, 1.0)
+    P = (V * lam) @ V.T
+    P = 0.5 * (P + P.T)
+    return P / np.trace(P)
+
+
+def _margin_duals(model: BoostMetricModel, solution: ReferenceSolution) -> np.ndarray:
+    """The "margin" multipliers with cvxpy's sign made that of u (an equality dual's sign is cvxpy's)."""
+    y = np.asarray(solution.duals["margin"], dtype=np.float64).reshape(-1)
+    return y if float(np.sum(y)) >= 0 else -y
+
+
+def _add_certification(form: Formulation, model: BoostMetricModel) -> None:
+    """Attach ``dual_bound`` and ``normalize`` (see the module docstring)."""
+    certifier = BoostMetricCertifier(model)
+
+    def dual_bound(solution: ReferenceSolution):
+        bounds = [certifier.bound(_margin_duals(model, solution)).lower] if model.loss == "hinge" else []
+        if model.loss != "hinge":
+            upper = None
+            if solution.point is not None and np.all(np.isfinite(solution.point)):
+                X = form.feasible_point(solution.point)
+                upper = model.value(X)
+                cols = np.linalg.eigh(X)[1][:, -min(model.d, 3):]   # seeds of the exp anchor search
+                bounds.append(certifier.bound(model.weights(model.geometry.margins(X)), upper=upper,
+                                              columns=cols).lower)
+            else:
+                cols = None
+            bounds.append(certifier.bound(_margin_duals(model, solution), upper=upper, columns=cols).lower)
+        bounds = [b for b in bounds if b is not None and np.isfinite(b)]
+        return max(bounds) if bounds else None
+
+    def normalize() -> Normalization:
+        twin_model, c2 = model.normalized()
+        twin = build_boostmetric_hinge(twin_model) if model.loss == "hinge" else build_boostmetric_smooth(twin_model)
+        if model.loss == "hinge":
+            return Normalization(twin, lambda P: np.asarray(P, dtype=np.float64), c2,
+                                 f"data / {np.sqrt(c2):g}; hinge value times {c2:g} at the same X")
+        return Normalization(twin, lambda P: np.asarray(P, dtype=np.float64) / c2, 1.0,
+                             f"data / {np.sqrt(c2):g}, nu / {c2:g}; same value at X / {c2:g}")
+
+    form.dual_bound = dual_bound
+    form.normalize = normalize
+    form.info["certifier"] = certifier
 
 
 def build_boostmetric(X, triplets, *, loss: str = "exp", nu: float = 1e-7) -> Formulation:

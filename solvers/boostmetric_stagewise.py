@@ -7,10 +7,7 @@ Both losses are minimised over :math:`X = \sum_j w_j v_j v_j^\top \succeq 0` (:m
 
 Every iteration finds the base learner :math:`v` = top eigenvector of :math:`\hat A(u) = \sum_r u_r A_r`
 (eq. 17–18, matrix-free, see :meth:`cvxmetric.boostmetric.TripletGeometry.top_eigenpair`) at the
-current dual weights :math:`u = -\nabla_\rho\text{loss}` (softmax(−ρ), eq. 13, or σ(−ρ), eq. 20), and stops
-when :math:`\lambda_{\max}(\hat A(u)) \le \nu + \text{tol}\cdot\max(1, \nu, \lambda_0)` with :math:`\lambda_0` the
-first iteration's :math:`\lambda_{\max}` (the gradient's scale: the logistic loss sums m terms), i.e.
-the gradient :math:`\nu I - \hat A(u)` is PSD up to tol: no rank-one direction decreases f.
+current dual weights :math:`u = -\nabla_\rho\text{loss}` (softmax(−ρ), eq. 13, or σ(−ρ), eq. 20).
 
 * :func:`boostmetric_stagewise` (algorithm 3): the new weight :math:`w_j` minimises
   :math:`f(X + w_j v v^\top)` exactly, by bisection on the derivative (algorithm 2: eq. 15 for the
@@ -23,37 +20,65 @@ the gradient :math:`\nu I - \hat A(u)` is PSD up to tol: no rank-one direction d
 * :func:`boostmetric_multipass` (sec. 3.7): regenerate the triplets in the learned metric and
   learn again, ``passes`` times.
 
-Certificate: when :math:`\lambda_{\max}(\hat A(u)) \le \nu`, :math:`u` is dual feasible and
-:math:`f(X) - f^* \le \nu\,\mathrm{tr}X - u^\top\rho` (:func:`cvxmetric.boostmetric.smooth_certificate`),
-reported as ``info["certified_gap"]`` (None otherwise). The stage-wise method never lowers a
-weight, so its complementarity term :math:`\langle \nabla f, X\rangle` need not vanish and it can stop short
-of the optimum; the totally-corrective one converges to it (theorem 5).
+Certificate (converged means certified)
+---------------------------------------
+:class:`cvxmetric.boostmetric.BoostMetricCertifier` turns the point's weights :math:`u(X)` into a
+certified lower bound (entropy / binary-entropy Fenchel duals, repaired where
+:math:`\hat A(u) \not\preceq \nu I`: logistic by scaling u, exponential by a bound on
+:math:`\mathrm{tr}X^*` from an anchor :math:`u_0` with :math:`\lambda_{\max}(\hat A(u_0)) < \nu`). The result's
+``converged`` is ``certified_gap <= tol`` (:func:`solvers.result.make_result`); the former test
+:math:`\lambda_{\max} \le \nu + \text{tol}\,\lambda_0` left the totally-corrective solver 0.8 % off on
+ill-conditioned data. The bound is only computed when its necessary part, the complementarity
+gap :math:`\nu\,\mathrm{tr}X - u^\top\rho = \langle \nu I - \hat A(u), X\rangle`, is within tol (it is
+the certified gap when :math:`\hat A(u) \preceq \nu I`).
+
+Both solvers run on the problem with the data divided by a power of two and :math:`\nu` by its
+square (:meth:`cvxmetric.boostmetric.BoostMetricModel.normalized`, the same problem exactly, points
+divided by :math:`c^2`), so L-BFGS-B's absolute tolerances and the line search see numbers of
+order one at every feature scale; the point and weights are mapped back.
+
+The stage-wise method never lowers a weight, so its complementarity gap need not vanish: it
+stops where no rank-one direction decreases f (:math:`\lambda_{\max}(\hat A(u)) - \nu` within
+``STALL_RTOL`` of the size of :math:`\hat A(u)`, status ``"stalled"``) short of the optimum
+(measured certified gaps 2e-3 .. 0.36 on the default instances). It reports that gap honestly
+and is ``converged`` only when it happens to be within ``tol``: with the default tol expect
+``converged=False`` and a ConvergenceWarning. The totally-corrective method converges to the
+optimum (theorem 5).
 """
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Callable
 
 import numpy as np
 from scipy.optimize import minimize
 
 from cvxmetric._checks import as_data_matrix, as_labels, check_int_in_range, check_positive
-from cvxmetric.boostmetric import BoostMetricModel, boostmetric_model, smooth_certificate
+from cvxmetric.boostmetric import (BoostMetricCertifier, BoostMetricModel, boostmetric_model,
+                                   loss_weights)
+from cvxmetric.certificates import relative_gap
 from cvxmetric.generators import triplets_from_labels
+from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.linalg import psd_factor
 
-from .result import SolverResult, warn_not_converged
+from .result import SolverResult, make_result
 
 __all__ = ["boostmetric_stagewise", "boostmetric_totally_corrective", "boostmetric_multipass",
            "line_search_weight", "DEFAULT_TOL"]
 
-#: Stop when lambda_max(A(u)) <= nu + DEFAULT_TOL * max(1, nu, lambda_0) (lambda_0: the first
-#: pricing's eigenvalue, the gradient's scale). Measured (logistic, 540 triplets): L-BFGS-B's inner
-#: accuracy keeps lambda_max - nu around 5e-6 on circles (lambda_0 ~ 1e2) with the objective within
-#: 1e-7 of Clarabel's; 1e-6 * lambda_0 stopped wine at a 1.6e-4 gap, 1e-7 * lambda_0 reaches 1e-7.
-#: Exponential loss: L-BFGS-B leaves lambda_max - nu ~ 1.5e-6 on wine (lambda_0 ~ 20), so 1e-7 never
-#: stops there, while 1e-6 reaches a 3e-8 gap. Hence a per-loss default.
-DEFAULT_TOL = {"exp": 1e-6, "logistic": 1e-7}
+#: Certified relative gap of the returned point (``converged`` iff within it). Measured: the
+#: totally-corrective solver reaches it on every default instance and on features scaled by
+#: 1e-4 .. 1e4 (with nu scaled alike) or made ill-conditioned; the stage-wise one does not (by design).
+DEFAULT_TOL = 1e-6
+
+#: Stage-wise stop ("stalled"): lambda_max(A(u)) - nu at most STALL_RTOL times
+#: TripletGeometry.weight_scale(u) (the size of A(u)): no rank-one direction decreases f by more
+#: than that, relative. A stopping rule, not a proof: the certificate decides ``converged``.
+STALL_RTOL = 1e-7
+
+#: L-BFGS-B's projected-gradient tolerance on the restricted problem (column-scaled weights).
+LBFGS_GTOL = 1e-12
 
 #: Bisection (algorithm 2) stops when the bracket is this small relative to its upper end.
 BISECTION_RTOL = 1e-13
@@ -68,8 +93,6 @@ def _smooth_model(X, triplets, loss: str, nu: float) -> BoostMetricModel:
 
 def _derivative(loss: str, rho: np.ndarray, h: np.ndarray, nu: float, w: float) -> float:
     r""":math:`\frac{d}{dw} f(\rho + w h) = \nu - h^\top u(\rho + w h)` (minus the l.h.s. of eq. 15 / 22, up to a positive factor)."""
-    from cvxmetric.boostmetric import loss_weights
-
     return nu - float(h @ loss_weights(loss, rho + w * h))
 
 
@@ -115,26 +138,55 @@ def line_search_weight(loss: str, rho: np.ndarray, h: np.ndarray, nu: float) -> 
     return 0.5 * (lo + hi)
 
 
-def _finish(name, model, cols, w, n_iter, converged, history, t0, lam, resid, extra=None):
-    geom = model.geometry
-    keep = w > 0
-    M = (cols[:, keep] * w[keep]) @ cols[:, keep].T if np.any(keep) else np.zeros((model.d, model.d))
-    M = 0.5 * (M + M.T)
-    rho = geom.margins(M)
-    tr = float(np.trace(M))
-    obj = model.value_from_margins(rho, tr)
-    u = model.weights(rho)
-    cert = smooth_certificate(model.nu, tr, rho, u, lam + resid)
-    info = {"columns": cols, "u": u, "lambda_max": float(lam), "eig_residual": float(resid), "certified_gap": cert,
-            "certified_gap_rel": None if cert is None else cert / max(1.0, abs(obj)), "n_columns": int(cols.shape[1])}
-    info.update(extra or {})
-    if not converged:
-        warn_not_converged(name, n_iter, f"lambda_max - nu = {lam - model.nu:.3g}")
-    return SolverResult(name, M, w, obj, n_iter, converged, np.asarray(history), time.perf_counter() - t0, info)
+class _Run:
+    """The normalized problem of one smooth solve, its certifier and the map back (shared by the solvers)."""
+
+    def __init__(self, X, triplets, loss, nu, eig, tol):
+        self.t0 = time.perf_counter()
+        self.model = _smooth_model(X, triplets, loss, nu)
+        self.tol = check_positive(tol, "tol")
+        self.twin, self.c2 = self.model.normalized()
+        self.geom, self.nu, self.eig = self.twin.geometry, self.twin.nu, eig
+        self.certifier = BoostMetricCertifier(self.twin, eig=eig)
+        self.cols = np.zeros((self.model.d, 0))
+
+    def gap(self, rho, w, *, force=False):
+        """(certified relative gap, DualBound or None) of the point with margins rho and weights w."""
+        f = self.twin.value_from_margins(rho, w.sum())
+        u = self.twin.weights(rho)
+        comp = self.nu * float(w.sum()) - float(u @ rho)   # <nu I - A(u), X>: the gap when A(u) <= nu I
+        if not force and relative_gap(f, f - comp) > self.tol:
+            return np.inf, None
+        bound = self.certifier.bound(u, upper=f, columns=self.cols)
+        return relative_gap(f, bound.lower), bound
+
+    def line_search(self, loss, rho, h) -> float:
+        """:func:`line_search_weight` on the normalized problem, its error stated in the caller's units."""
+        if loss == "exp" and float(np.min(h)) >= self.nu and h @ self.twin.weights(rho) > self.nu:
+            raise ValueError(
+                f"the exponential-loss problem is unbounded below: a rank-one direction gives every triplet a "
+                f"margin >= nu = {self.model.nu:.3g} per unit trace (the triplets are separable); increase nu "
+                f"above {float(np.min(h)) * self.c2:.3g} or use the logistic loss")
+        return line_search_weight(loss, rho, h, self.nu)
+
+    def result(self, name, w, n_iter, stop_reason, history, extra=None):
+        w_orig = w / self.c2                                 # exact: c2 is a power of four
+        keep = w_orig > 0
+        cols = self.cols
+        M = (cols[:, keep] * w_orig[keep]) @ cols[:, keep].T if np.any(keep) else np.zeros((self.model.d,) * 2)
+        M = 0.5 * (M + M.T)
+        rho_twin = self.geom.columns(cols) @ w if w.size else np.zeros(self.model.m)
+        _, bound = self.gap(rho_twin, w, force=True)
+        info = {"columns": cols, "n_columns": int(cols.shape[1]), "certificate": bound.detail}
+        info.update(extra or {})
+        return make_result(name, objective=self.model.value(M), measure="certified_gap", tol=self.tol,
+                           stop_reason=stop_reason, M=M, w=w_orig, lower_bound=bound.lower,
+                           multipliers=bound.multipliers, n_iter=n_iter, history=history,
+                           time=time.perf_counter() - self.t0, info=info)
 
 
 def boostmetric_stagewise(X, triplets, *, loss: str = "exp", nu: float = 1e-7, max_iter: int = 500,
-                          tol: float | None = None, eig: str = "auto") -> SolverResult:
+                          tol: float = DEFAULT_TOL, eig: str = "auto") -> SolverResult:
     r"""Stage-wise BoostMetric (algorithm 3) with the exponential or the logistic loss.
 
     Parameters
@@ -147,129 +199,130 @@ def boostmetric_stagewise(X, triplets, *, loss: str = "exp", nu: float = 1e-7, m
     max_iter : int
         Maximum number of base learners J (the paper uses 500).
     tol : float
-        Stop when :math:`\lambda_{\max}(\hat A(u)) \le \nu + \text{tol}\max(1, \nu, \lambda_0)` (module
-        docstring); default ``DEFAULT_TOL[loss]``.
+        Certified relative gap for ``converged`` (module docstring). The iteration is the paper's
+        (it runs until no rank-one direction decreases f, or ``max_iter``); the certificate of
+        the point it stops at decides ``converged``. The stage-wise method is not optimal by
+        design, so with the default it usually ends ``converged=False`` (status ``"stalled"``)
+        with its honest certified gap and a ConvergenceWarning; pass a looser tol (e.g. 0.5) to
+        accept its answer.
     eig : {"auto", "dense", "lanczos"}
 
     Returns
     -------
     SolverResult
         ``M`` = :math:`X`, ``w`` = weights of ``info["columns"]`` (d, J), ``objective`` = f(X),
-        ``history`` = f after each stage; ``info`` also holds ``u``, ``lambda_max``,
-        ``certified_gap`` (None when :math:`\lambda_{\max} > \nu`).
+        ``lower_bound``, ``certified_gap``, ``multipliers`` (the repaired u), ``history`` = f after
+        each stage.
     """
-    t0 = time.perf_counter()
-    model = _smooth_model(X, triplets, loss, nu)
+    run = _Run(X, triplets, loss, nu, eig, tol)
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**7)
-    tol = DEFAULT_TOL[loss] if tol is None else check_positive(tol, "tol")
-    geom, nu = model.geometry, model.nu
-    rho = np.zeros(model.m)
-    cols = np.zeros((model.d, 0))
+    geom, twin, nu = run.geom, run.twin, run.nu
+    rho = np.zeros(twin.m)
     w = np.zeros(0)
     history = []
-    converged = False
+    stop_reason = "max_iter"
     n_iter = 0
-    trace = 0.0
     for n_iter in range(1, max_iter + 1):
-        u = model.weights(rho)
+        u = twin.weights(rho)
         lam, V, resid = geom.top_eigenpair(u, method=eig)
-        if n_iter == 1:
-            scale = max(1.0, nu, float(lam[0]))
-        if lam[0] <= nu + tol * scale:
-            converged = True
+        if lam[0] - nu <= STALL_RTOL * geom.weight_scale(u):
+            stop_reason = "stalled"
             break
         v = V[:, :1]
         h = geom.columns(v)[:, 0]
-        wj = line_search_weight(loss, rho, h, nu)
+        wj = run.line_search(loss, rho, h)
         rho = rho + wj * h
-        trace += wj
-        cols = np.column_stack([cols, v])
+        run.cols = np.column_stack([run.cols, v])
         w = np.append(w, wj)
-        history.append(model.value_from_margins(rho, trace))
-    else:
-        u = model.weights(rho)
-        lam, V, resid = geom.top_eigenpair(u, method=eig)
-        converged = bool(lam[0] <= nu + tol * scale)
-    return _finish(f"boostmetric-{loss}-stagewise", model, cols, w, n_iter, converged, history, t0,
-                   float(lam[0]), resid)
+        history.append(twin.value_from_margins(rho, w.sum()))
+    return run.result(f"boostmetric-{loss}-stagewise", w, n_iter, stop_reason, history)
 
 
 def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float = 1e-7, max_iter: int = 500,
-                                   tol: float | None = None, eig: str = "auto", n_columns: int = 1,
-                                   lbfgs_gtol: float = 1e-10, lbfgs_ftol: float = 1e-13,
+                                   tol: float = DEFAULT_TOL, eig: str = "auto", n_columns: int = 1,
+                                   lbfgs_gtol: float = LBFGS_GTOL, lbfgs_ftol: float = 0.0,
                                    lbfgs_maxiter: int = 15000) -> SolverResult:
     r"""Totally-corrective BoostMetric (algorithm 4): every weight re-optimised by L-BFGS-B.
 
-    Stops when :math:`\lambda_{\max}(\hat A(u)) \le \nu + \text{tol}\max(1, \nu)` and the complementarity
-    term :math:`\langle \nabla f, X\rangle = \sum_j w_j(\nu - H_{:j}^\top u)` is at most :math:`\text{tol}\max(1, |f|)`
-    (an iteration restarts L-BFGS-B without a new column when only the latter fails).
-    Parameters as in :func:`boostmetric_stagewise`, and
+    Each iteration: if the certified gap is within ``tol``, stop (converged). Otherwise price
+    :math:`\hat A(u)`; add its leading eigenvectors with eigenvalue above :math:`\nu` (by more than
+    round-off, :meth:`~cvxmetric.boostmetric.TripletGeometry.roundoff`) as columns, or, when there is none, re-run L-BFGS-B from the
+    current weights (it may stop early on an ill-conditioned restricted problem); a re-run that
+    does not lower f ends the loop (``"stalled"``). Parameters as in :func:`boostmetric_stagewise`, and
 
     n_columns : int
-        Add up to this many leading eigenvectors of :math:`\hat A(u)` per iteration (those with
-        eigenvalue above :math:`\nu`); 1 is the paper's algorithm 4.
+        Add up to this many leading eigenvectors of :math:`\hat A(u)` per iteration; 1 is the paper's
+        algorithm 4.
     lbfgs_gtol, lbfgs_ftol, lbfgs_maxiter
         Options of ``scipy.optimize.minimize(method="L-BFGS-B")`` for the restricted primal (9) / (19):
-        :math:`\min_{w \ge 0} \text{loss}(H w) + \nu 1^\top w` with gradient :math:`\nu 1 - H^\top u(Hw)`.
+        :math:`\min_{w \ge 0} \text{loss}(H w) + \nu 1^\top w` with gradient :math:`\nu 1 - H^\top u(Hw)`,
+        solved on the normalized problem (numbers of order one) over column-scaled weights. The
+        defaults (gtol 1e-12 on the scaled gradient, no ftol test) let L-BFGS-B run until its
+        line search fails: measured, ftol = 1e-13 stopped it with a complementarity gap of 1e-6
+        relative (500 outer iterations without certificate on iris, 30 points; on ill-conditioned
+        features a 3e-4 gap), while these reach the 1e-6 certified gap in 31 and 48 iterations.
 
     Returns
     -------
     SolverResult
         As :func:`boostmetric_stagewise`; ``history`` = f after each corrective step.
     """
-    t0 = time.perf_counter()
-    model = _smooth_model(X, triplets, loss, nu)
+    run = _Run(X, triplets, loss, nu, eig, tol)
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**7)
-    tol = DEFAULT_TOL[loss] if tol is None else check_positive(tol, "tol")
-    geom, nu = model.geometry, model.nu
-    cols = np.zeros((model.d, 0))
-    H = np.zeros((model.m, 0))
+    n_columns = check_int_in_range(n_columns, "n_columns", 1, 10**4)
+    geom, twin, nu = run.geom, run.twin, run.nu
+    H = np.zeros((twin.m, 0))
     w = np.zeros(0)
-    rho = np.zeros(model.m)
+    rho = np.zeros(twin.m)
     history = []
-    converged = False
+    stop_reason = "max_iter"
     n_iter = 0
 
-    def fun(wv):
-        r = H @ wv
-        return model.value_from_margins(r, wv.sum()), nu - H.T @ model.weights(r)
+    def corrective(w0):
+        # L-BFGS-B over omega = s * w with s_j = max_r |H_rj|: every column of H / s has entries of
+        # order one (a diagonal preconditioner; on ill-conditioned features the columns of H span
+        # twelve orders of magnitude and L-BFGS-B made no progress on w itself)
+        s = np.max(np.abs(H), axis=0)
+        Hs = H / s
 
-    n_columns = check_int_in_range(n_columns, "n_columns", 1, 10**4)
-    for n_iter in range(1, max_iter + 1):
-        u = model.weights(rho)
-        lam, V, resid = geom.top_eigenpair(u, method=eig, k=min(n_columns, model.d))
-        if n_iter == 1:
-            scale = max(1.0, nu, float(lam[0]))
-        if lam[0] <= nu + tol * scale:
-            # complementarity <grad f, X> = sum_j w_j (nu - H_j'u): L-BFGS-B may stop early on an
-            # ill-conditioned restricted problem; restart it (no new column) until it is small
-            comp = float(w @ (nu - H.T @ u)) if w.size else 0.0
-            fval = model.value_from_margins(rho, w.sum())
-            if abs(comp) <= tol * max(1.0, abs(fval)):
-                converged = True
-                break
-            res = minimize(fun, w, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * w.size,
-                           options={"gtol": lbfgs_gtol, "ftol": lbfgs_ftol, "maxiter": lbfgs_maxiter, "maxcor": 30})
-            w = np.maximum(res.x, 0.0)
-            rho = H @ w
-            history.append(model.value_from_margins(rho, w.sum()))
-            continue
-        new = V[:, lam > nu]
-        hn = geom.columns(new)
-        w_first = line_search_weight(loss, rho, hn[:, 0], nu)  # raises when the problem is unbounded
-        cols = np.column_stack([cols, new])
-        H = np.column_stack([H, hn])
-        w0 = np.concatenate([w, [w_first], np.zeros(new.shape[1] - 1)])
-        res = minimize(fun, w0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * w0.size,
+        def fun(om):
+            r = Hs @ om
+            return twin.value_from_margins(r, float(np.sum(om / s))), nu / s - Hs.T @ twin.weights(r)
+
+        res = minimize(fun, w0 * s, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * w0.size,
                        options={"gtol": lbfgs_gtol, "ftol": lbfgs_ftol, "maxiter": lbfgs_maxiter, "maxcor": 30})
-        w = np.maximum(res.x, 0.0)
+        return np.maximum(res.x, 0.0) / s
+
+    for n_iter in range(1, max_iter + 1):
+        gap, _ = run.gap(rho, w)
+        if gap <= run.tol:
+            stop_reason = "converged"
+            break
+        u = twin.weights(rho)
+        lam, V, resid = geom.top_eigenpair(u, method=eig, k=min(n_columns, twin.d))
+        new = V[:, lam - nu > geom.roundoff(u)]
+        if new.shape[1] == 0:
+            f_old = twin.value_from_margins(rho, w.sum())
+            w = corrective(w)
+            rho = H @ w
+            history.append(twin.value_from_margins(rho, w.sum()))
+            if not history[-1] < f_old:
+                stop_reason = "stalled"
+                break
+            continue
+        hn = geom.columns(new)
+        w_first = run.line_search(loss, rho, hn[:, 0])  # raises when the problem is unbounded
+        run.cols = np.column_stack([run.cols, new])
+        H = np.column_stack([H, hn])
+        w = corrective(np.concatenate([w, [w_first], np.zeros(new.shape[1] - 1)]))
+        # drop the columns L-BFGS-B left at zero (the same X without them; pricing re-adds a
+        # direction when it is needed). Measured on wine, logistic, seeds 0 / 1 / 3: 78 / 121 / 190
+        # iterations and 0.6 / 1.1 / 3.0 s with pruning, 291 / 498 / 446 and 6.8 / 18 / 18.5 s without
+        keep = w > 0
+        run.cols, H, w = run.cols[:, keep], H[:, keep], w[keep]
         rho = H @ w
-        history.append(model.value_from_margins(rho, w.sum()))
-    else:
-        u = model.weights(rho)
-        lam, V, resid = geom.top_eigenpair(u, method=eig)
-        converged = bool(lam[0] <= nu + tol * scale)
-    return _finish(f"boostmetric-{loss}-tc", model, cols, w, n_iter, converged, history, t0, float(lam[0]), resid)
+        history.append(twin.value_from_margins(rho, w.sum()))
+    return run.result(f"boostmetric-{loss}-tc", w, n_iter, stop_reason, history)
 
 
 def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes: int = 2, k_target: int = 3,
@@ -294,8 +347,10 @@ def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes
     Returns
     -------
     SolverResult
-        ``M`` in the original coordinates; ``objective`` = the last pass's objective (in its own
-        coordinates and triplets); ``info["passes"]`` = the per-pass results.
+        ``M`` in the original coordinates; ``objective``, ``lower_bound`` and ``multipliers`` =
+        the last pass's (in its own coordinates and triplets); the measure is the largest
+        certified gap over the passes (each pass is its own problem), so ``converged`` means every
+        pass is certified within its tol; ``info["passes"]`` = the per-pass results.
     """
     t0 = time.perf_counter()
     X = as_data_matrix(X)
@@ -304,17 +359,23 @@ def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes
     L = np.eye(X.shape[1])
     results = []
     M = None
-    for _ in range(passes):
-        Z = X @ L
-        res = fit(Z, triplets_from_labels(Z, y, k_target=k_target, k_impostor=k_impostor), **fit_options)
-        results.append(res)
-        M = L @ res.M @ L.T
-        M = 0.5 * (M + M.T)
-        Lp = psd_factor(res.M).T
-        if Lp.shape[1] == 0:
-            break
-        L = L @ Lp
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # reported once, by the outer result
+        for _ in range(passes):
+            Z = X @ L
+            res = fit(Z, triplets_from_labels(Z, y, k_target=k_target, k_impostor=k_impostor), **fit_options)
+            results.append(res)
+            M = L @ res.M @ L.T
+            M = 0.5 * (M + M.T)
+            Lp = psd_factor(res.M).T
+            if Lp.shape[1] == 0:
+                break
+            L = L @ Lp
     last = results[-1]
-    return SolverResult(f"{last.solver}-mp{passes}", M, None, last.objective, sum(r.n_iter for r in results),
-                        all(r.converged for r in results), np.concatenate([r.history for r in results]),
-                        time.perf_counter() - t0, {"passes": results})
+    worst = max(results, key=lambda r: r.measure_value / r.tol)
+    return make_result(f"{last.solver}-mp{passes}", objective=last.objective, measure="certified_gap",
+                       tol=worst.tol, stop_reason="converged" if worst.converged else worst.status,
+                       M=M, measure_value=worst.measure_value, lower_bound=last.lower_bound,
+                       multipliers=last.multipliers, n_iter=sum(r.n_iter for r in results),
+                       history=np.concatenate([r.history for r in results]), time=time.perf_counter() - t0,
+                       info={"passes": results})

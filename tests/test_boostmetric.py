@@ -3,18 +3,20 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from cvxmetric.boostmetric import (TripletGeometry, boostmetric_model, hinge_dual_weights, hinge_value,
-                                   project_capped_simplex)
+from cvxmetric.boostmetric import (BoostMetricCertifier, TripletGeometry, boostmetric_model, hinge_dual_weights,
+                                   hinge_value, lambda_max_column_generation, project_capped_simplex)
+from cvxmetric.certificates import relative_difference
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.generators import triplets_from_labels
 from cvxmetric.instances.boostmetric import boostmetric_instance
 from cvxmetric.linalg import random_psd
 from formulations.boostmetric import build_boostmetric, build_master_dual_lp, build_master_lp
+from formulations.ladder import solve_certified
 from solvers.boostmetric_cg import boostmetric_hinge_cg, solve_master_lp
 from solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
                                            boostmetric_totally_corrective, line_search_weight)
@@ -158,50 +160,70 @@ def test_master_lp_primal_dual_and_highs_agree(seed):
 
 
 # ----------------------------------------------------------------------------- agreement
+def _truth(X, trip, loss, nu, rtol=1e-6, require=True):
+    """The ground truth (the solve ladder); asserts that it certifies (``require``) and that its
+    interval is valid either way."""
+    truth = solve_certified(build_boostmetric(X, trip, loss=loss, nu=nu), rtol)
+    assert not require or truth.certified, truth.attempts
+    assert truth.bounds.lower is not None and truth.bounds.gap >= -1e-12
+    return truth
+
+
+def _assert_certified_answer(res, truth, tol):
+    """The fast result's interval [lower_bound, objective] and the truth's overlap, converged means
+    certified within tol, and a converged answer agrees with the truth."""
+    lo, up = truth.bounds.lower, truth.bounds.upper
+    scale = max(abs(lo), abs(up))
+    assert res.measure == "certified_gap" and res.lower_bound is not None
+    assert res.lower_bound <= up + 1e-9 * scale       # a certified bound never exceeds p*
+    assert res.objective >= lo - 1e-9 * scale          # a feasible point's value never goes below p*
+    assert res.converged == (res.certified_gap <= tol)
+    if res.converged:
+        assert abs(relative_difference(res.objective, up)) <= tol + truth.rtol
+
+
 @pytest.mark.parametrize("dataset", ["iris", "wine"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_hinge_column_generation_matches_clarabel_with_certificate(dataset, seed):
+def test_hinge_column_generation_matches_the_certified_truth(dataset, seed):
     inst = boostmetric_instance(dataset, "hinge", n=40, seed=seed)
     nu = inst.params["nu"]
-    form = build_boostmetric(inst.X, inst.constraints, loss="hinge", nu=nu)
-    ref = form.solve("CLARABEL")
-    assert ref.ok, ref.status
+    truth = _truth(inst.X, inst.constraints, "hinge", nu)
     res = boostmetric_hinge_cg(inst.X, inst.constraints, nu)
-    assert res.converged
-    scale = max(1.0, abs(ref.value))
-    assert abs(res.objective - ref.value) / scale <= 1e-6
-    assert res.info["certified_gap_rel"] <= 1e-6
-    assert -res.info["dual_bound"] - 1e-6 * scale <= ref.value <= res.objective + 1e-6 * scale
+    assert res.converged and res.status == "converged" and res.certified_gap <= 1e-7
+    _assert_certified_answer(res, truth, 1e-7)
+    form = build_boostmetric(inst.X, inst.constraints, loss="hinge", nu=nu)
     assert form.value_at(res.M) == pytest.approx(res.objective, rel=1e-9, abs=1e-12)
     assert np.linalg.eigvalsh(res.M)[0] >= -1e-12 and abs(np.trace(res.M) - 1) <= 1e-12
+    assert res.multipliers.shape == (len(inst.constraints),) and res.multipliers.max() <= nu * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("dataset,loss,nu", [("iris", "exp", None), ("wine", "exp", 5.0), ("circles", "exp", 1.0),
                                              ("iris", "logistic", None), ("wine", "logistic", None)])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_totally_corrective_matches_cvxpy(dataset, loss, nu, seed):
+def test_totally_corrective_matches_the_certified_truth(dataset, loss, nu):
     # wine with 30 points in 13 dimensions is separable: nu = 5 keeps the exp problem bounded
-    inst = boostmetric_instance(dataset, loss, n=30, seed=seed, nu=nu)
-    form = build_boostmetric(inst.X, inst.constraints, **inst.params)
-    ref = form.solve("CLARABEL")
-    assert ref.ok, ref.status
+    inst = boostmetric_instance(dataset, loss, n=30, seed=1, nu=nu)
+    truth = _truth(inst.X, inst.constraints, loss, inst.params["nu"])
     res = boostmetric_totally_corrective(inst.X, inst.constraints, **inst.params, n_columns=3)
     assert res.converged
-    assert abs(res.objective - ref.value) / max(1.0, abs(ref.value)) <= 1e-4
+    _assert_certified_answer(res, truth, res.tol)
+    form = build_boostmetric(inst.X, inst.constraints, **inst.params)
     assert form.value_at(res.M) == pytest.approx(res.objective, rel=1e-9)
-    if res.info["certified_gap"] is not None:
-        assert res.objective - res.info["certified_gap"] <= ref.value + 1e-6 * max(1.0, abs(ref.value))
 
 
 @pytest.mark.parametrize("loss", ["exp", "logistic"])
-def test_stagewise_is_monotone_feasible_and_stops_at_a_psd_gradient(loss):
+def test_stagewise_is_monotone_and_reports_its_honest_gap(loss):
     inst = boostmetric_instance("iris", loss, n=30, seed=0)
-    form = build_boostmetric(inst.X, inst.constraints, **inst.params)
-    ref = form.solve("CLARABEL")
-    res = boostmetric_stagewise(inst.X, inst.constraints, **inst.params, max_iter=2000)
-    assert res.converged and res.info["lambda_max"] <= inst.params["nu"] * (1 + 1e-6) + 1e-6
+    truth = _truth(inst.X, inst.constraints, loss, inst.params["nu"])
+    with pytest.warns(ConvergenceWarning):
+        res = boostmetric_stagewise(inst.X, inst.constraints, **inst.params, max_iter=2000)
+    # algorithm 3 never lowers a weight: it stalls short of the optimum, and says so
+    assert not res.converged and res.status == "stalled" and res.certified_gap > res.tol
+    _assert_certified_answer(res, truth, res.tol)
     assert np.all(np.diff(res.history) <= 1e-12 * np.abs(res.history[:-1]))
-    assert ref.value - 1e-6 <= res.objective <= res.history[0]
+    assert res.objective <= res.history[0]
+    loose = boostmetric_stagewise(inst.X, inst.constraints, **inst.params, max_iter=2000, tol=0.5)
+    assert loose.converged and loose.certified_gap <= 0.5
+    form = build_boostmetric(inst.X, inst.constraints, **inst.params)
     assert form.value_at(res.M) == pytest.approx(res.objective, rel=1e-9)
 
 
@@ -217,10 +239,16 @@ def test_line_search_zeroes_the_derivative(loss):
 def test_multipass_returns_a_metric_in_the_original_coordinates():
     inst = boostmetric_instance("iris", "logistic", n=45, seed=0)
     opts = {"loss": "logistic", "nu": 1.0}
-    one = boostmetric_multipass(inst.X, inst.y, passes=1, **opts)
-    ref = boostmetric_stagewise(inst.X, triplets_from_labels(inst.X, inst.y), **opts)
+    with pytest.warns(ConvergenceWarning):   # stage-wise: not certified at the default tol
+        one = boostmetric_multipass(inst.X, inst.y, passes=1, **opts)
+    with pytest.warns(ConvergenceWarning):
+        ref = boostmetric_stagewise(inst.X, triplets_from_labels(inst.X, inst.y), **opts)
+    assert one.certified_gap == ref.certified_gap and not one.converged
     np.testing.assert_allclose(one.M, ref.M, atol=1e-10)
-    two = boostmetric_multipass(inst.X, inst.y, passes=2, **opts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        two = boostmetric_multipass(inst.X, inst.y, passes=2, **opts)
+    assert two.converged == all(r.converged for r in two.info["passes"])
     assert two.M.shape == (inst.d, inst.d) and np.linalg.eigvalsh(two.M)[0] >= -1e-10
     assert len(two.info["passes"]) == 2
 
@@ -229,7 +257,7 @@ def test_hinge_cg_warns_when_stopped_early():
     inst = boostmetric_instance("circles", "hinge", n=40)
     with pytest.warns(ConvergenceWarning):
         res = boostmetric_hinge_cg(inst.X, inst.constraints, inst.params["nu"], max_iter=2)
-    assert not res.converged and res.info["certified_gap"] > 0
+    assert not res.converged and res.status == "max_iter" and res.certified_gap > res.tol
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -270,8 +298,8 @@ def test_exponential_loss_on_separable_triplets_is_reported_unbounded():
     X = np.array([[0.0], [0.1], [5.0]])
     with pytest.raises(ValueError, match="unbounded"):
         boostmetric_stagewise(X, [[0, 1, 2]], loss="exp", nu=1e-3)
-    res = boostmetric_stagewise(X, [[0, 1, 2]], loss="logistic", nu=1e-3)  # logistic stays bounded
-    assert np.isfinite(res.objective)
+    res = boostmetric_stagewise(X, [[0, 1, 2]], loss="logistic", nu=1e-3, tol=0.5)  # logistic stays bounded
+    assert np.isfinite(res.objective) and np.isfinite(res.lower_bound)
 
 
 def test_inputs_are_not_modified():
@@ -282,3 +310,122 @@ def test_inputs_are_not_modified():
         boostmetric_stagewise(X, trip.idx[:, [0, 1, 3]], nu=0.5, max_iter=5)
         boostmetric_hinge_cg(X, trip, 1.0, max_iter=3)
     np.testing.assert_array_equal(X, X0)
+
+
+# ----------------------------------------------------------------------------- certificates and scale
+def _fast(loss, X, trip, nu, **kw):
+    if loss == "hinge":
+        return boostmetric_hinge_cg(X, trip, nu, **kw)
+    return boostmetric_totally_corrective(X, trip, loss=loss, nu=nu, n_columns=3, **kw)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "exp", "logistic"])
+def test_normalized_twin_maps_points_and_values_back_exactly(loss):
+    inst = boostmetric_instance("iris", loss, n=20, seed=3)
+    X = inst.X * 3e-5
+    nu = inst.params["nu"] * (1.0 if loss == "hinge" else 9e-10)
+    form = build_boostmetric(X, inst.constraints, loss=loss, nu=nu)
+    norm = form.normalize()
+    for r in range(3):
+        P = random_psd(inst.d, rank=r + 1, seed=r)
+        P = P / np.trace(P) if loss == "hinge" else P
+        assert form.value_at(norm.point_back(P)) == pytest.approx(norm.value_scale * norm.formulation.value_at(P),
+                                                                  rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "exp", "logistic"])
+def test_feature_scaling_gives_the_same_certified_answer(loss):
+    """X -> sX: the hinge value scales by s^2 at the same trace-one X; the smooth problems are the
+    same problem when nu scales by s^2 (points divided by s^2). Truth and fast solver agree with
+    the unscaled problem, certified."""
+    inst = boostmetric_instance("iris", loss, n=24, seed=2)
+    nu0 = inst.params["nu"]
+    base = _fast(loss, inst.X, inst.constraints, nu0)
+    assert base.converged
+    for s in (1e-4, 1e-2, 1e2, 1e4):
+        f = s * s if loss == "hinge" else 1.0
+        nu = nu0 if loss == "hinge" else nu0 * s * s
+        if s in (1e-4, 1e4):
+            truth = _truth(inst.X * s, inst.constraints, loss, nu)
+            assert abs(relative_difference(truth.p_star, f * base.objective)) <= 2e-6
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            res = _fast(loss, inst.X * s, inst.constraints, nu)
+        if res.converged:
+            assert abs(relative_difference(res.objective, f * base.objective)) <= res.tol + base.tol
+            ref = f * base.objective      # the unscaled feasible value mapped: >= p* of the scaled problem
+            assert res.lower_bound <= ref + 1e-9 * abs(ref)
+        else:
+            assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def _ill_conditioned(X):
+    """Features rescaled over four orders of magnitude."""
+    return X * np.logspace(-2, 2, X.shape[1])
+
+
+@pytest.mark.parametrize("loss", ["hinge", "exp", "logistic"])
+def test_ill_conditioned_features_certified(loss):
+    inst = boostmetric_instance("iris", loss, n=24, seed=4)
+    X = _ill_conditioned(inst.X)
+    # exp: here the best trace-one worst margin is 0.046, so nu = 0.15 keeps the problem bounded.
+    # The ladder certifies this exp problem only to 2.2e-6 (measured; the fast solver's own
+    # certificate reaches 1e-6), so the truth's interval is used without requiring 1e-6.
+    nu = 0.15 if loss == "exp" else inst.params["nu"]
+    truth = _truth(X, inst.constraints, loss, nu, require=loss != "exp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = _fast(loss, X, inst.constraints, nu, max_iter=300)
+    _assert_certified_answer(res, truth, res.tol)
+
+
+def _tiny_problem(seed, loss):
+    rng = np.random.default_rng(seed)
+    n, d, m = 8, 3, 12
+    X = rng.standard_normal((n, d)) * 10.0 ** rng.uniform(-3, 3)
+    trip = ConstraintSet.from_triplets(np.array([rng.choice(n, 3, replace=False) for _ in range(m)]))
+    geom = TripletGeometry(X, trip)
+    if loss == "hinge":
+        return X, trip, float(rng.uniform(1.0 / m, 1.0))
+    # bounded exp problems need nu > min over the simplex of lambda_max(A(u)) (the best margin)
+    st_ = lambda_max_column_generation(geom, 1.0, stop=lambda s: False, max_lp=30)
+    scale = geom.weight_scale(np.full(m, 1.0 / m))
+    return X, trip, max(st_.lam_best, 0.0) + float(rng.uniform(0.05, 1.0)) * scale
+
+
+@settings(max_examples=8)
+@given(st.integers(0, 10_000), st.sampled_from(["hinge", "exp", "logistic"]), st.sampled_from([1e-4, 1e-7]))
+def test_converged_implies_certified_and_bounds_bracket_the_optimum(seed, loss, tol):
+    X, trip, nu = _tiny_problem(seed, loss)
+    truth = _truth(X, trip, loss, nu, rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = _fast(loss, X, trip, nu, tol=tol)
+    _assert_certified_answer(res, truth, tol)
+    # the truth's own certificate, from Clarabel's duals, is below the fast solver's feasible value
+    assert truth.bounds.lower <= res.objective + 1e-9 * abs(res.objective)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "exp", "logistic"])
+def test_certifier_bound_is_below_every_feasible_value(loss):
+    X, trip = _random_problem(5)
+    nu = 0.2 if loss == "hinge" else 50.0
+    model = boostmetric_model(X, trip, loss=loss, nu=nu)
+    cert = BoostMetricCertifier(model)
+    rng = np.random.default_rng(0)
+    for r in range(5):
+        M = random_psd(X.shape[1], rank=r % 3 + 1, seed=r)
+        M = M / np.trace(M) if loss == "hinge" else M
+        fM = model.value(M)
+        for u in (rng.random(len(trip)), model.weights(model.geometry.margins(M)), rng.standard_normal(len(trip))):
+            b = cert.bound(u, upper=fM)
+            assert b.lower is not None and b.lower <= fM + 1e-12 * abs(fM)
+
+
+def test_scaled_data_is_not_called_duplicate():
+    X, trip = _random_problem(2)
+    TripletGeometry(X * 1e-6, trip)        # formerly "identical rows" (absolute 1e-12)
+    Xd = X.copy() * 1e-6
+    Xd[1] = Xd[0]
+    with pytest.raises(ValueError, match="zero-length"):
+        TripletGeometry(Xd, [[0, 1, 2]])

@@ -33,10 +33,6 @@ from .tolerances import NULLSPACE_RTOL, TIGHT_RTOL
 __all__ = ["Residual", "hinge_kkt_truth", "hinge_kkt_fast", "vector_kkt", "vector_kkt_truth"]
 
 
-def _rel(num: float, *scales: float) -> float:
-    return float(num) / max(1.0, *[float(s) for s in scales])
-
-
 def _ratio(num: float, *scales: float) -> float:
     """``num`` relative to the largest of ``scales`` (0/0 = 0; x/0 = inf): no floor at 1, so the
     residual is the same number for a problem and any rescaling of it."""
@@ -234,14 +230,6 @@ def _vector_terms_scale(vm: VectorModel, w: np.ndarray, alpha: np.ndarray, nu=No
     if nu is not None:
         terms.append(float(np.max(np.abs(nu), initial=0.0)))
     return max(terms)
-
-
-def _ratio(num: float, den: float) -> float:
-    """``num / den``; 0 when ``num`` is 0 (every term zero), ``inf`` for a non-zero residual over 0."""
-    num = float(num)
-    if num == 0.0:
-        return 0.0
-    return num / den if den > 0 else float("inf")
 
 
 def vector_kkt(vm: VectorModel, w: np.ndarray) -> float:

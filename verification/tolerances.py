@@ -25,6 +25,13 @@ VALUE_AT_RTOL = 1e-9
 #: twin (formulations.ladder); a first-order method's point, projected, keeps a ~1e-5 excess.
 SOLVER_AGREEMENT_RTOL = 1e-4
 
+#: BoostMetric exp/logistic ground truth: Clarabel's duals y of the margin constraints against the
+#: weights u(rho) of its own point (the stationarity in rho), relative to the largest weight.
+#: Measured 2e-4 (wine-exp) and 9e-5 (circles-exp) while the certified interval of p* is 1e-8
+#: wide: the exponential-cone duals converge more slowly than the value. A diagnostic of the
+#: solver's duals, not of p*; 1e-3 still fails duals of another problem or with a sign error.
+KKT_TRUTH_DUAL_WEIGHTS = 1e-3
+
 #: Largest ground-truth KKT residual (primal/dual feasibility, complementary slackness,
 #: stationarity) computed from Clarabel's duals; Clarabel solves to 1e-7.
 KKT_TRUTH_TOL = 1e-5
@@ -128,15 +135,10 @@ GAP_BREGMAN = 1e-5
 #: certified gap (1e-6 at a gap of 1e-12), and the multipliers inherit it; 1e-6 ** 0.5 = 1e-3.
 KKT_FAST_BREGMAN = 1e-6
 
-#: BoostMetric hinge (column generation vs Clarabel), relative gap: the acceptance bound of the
-#: method (DESIGN §5.6). Column generation stops at a certified gap of 1e-7; Clarabel's hinge
-#: SDP runs at tol_feas 1e-6 (formulations.boostmetric.HINGE_CLARABEL_OPTIONS) and its value was
-#: measured within 5e-7 of the certified interval.
+#: BoostMetric hinge (column generation vs the certified ground truth), relative gap: the
+#: acceptance bound of the method (DESIGN §5.6). Column generation stops at its own certified gap
+#: (solvers.boostmetric_cg, 1e-7), so only the ground truth's interval width remains.
 GAP_BOOSTMETRIC_HINGE = 1e-6
-
-#: Certified duality gap of BoostMetric column generation (dual bound lambda_max(A(u)) minus the
-#: primal value of the returned X), relative to max(1, |p|).
-CERTIFIED_GAP_TOL = 1e-6
 
 #: |tr X - 1| of the hinge solution (X is normalised by its trace: round-off only).
 TRACE_ONE_TOL = 1e-9

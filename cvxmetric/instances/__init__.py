@@ -17,7 +17,7 @@ import importlib
 import inspect
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
