@@ -25,6 +25,7 @@ __all__ = [
     "check_nonnegative",
     "check_int_in_range",
     "zero_length_mask",
+    "broadcast_vector",
 ]
 
 #: dtype kinds read as real numbers: bool, signed and unsigned integers, floats. Complex data
@@ -302,3 +303,15 @@ def check_int_in_range(value, name: str, low: int, high: int | None = None) -> i
     if high is not None and not low <= v <= high:
         raise ValueError(f"{name} must be in [{low}, {high}]; got {v}")
     return v
+
+
+def broadcast_vector(value, m: int, name: str) -> np.ndarray:
+    """A fresh finite float array of shape (m,) from a scalar or an array of that shape."""
+    arr = np.array(value, dtype=np.float64, copy=True)
+    if arr.ndim == 0:
+        arr = np.full(m, float(arr))
+    if arr.shape != (m,):
+        raise ValueError(f"{name} must be a scalar or have shape ({m},); got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf; pass finite values")
+    return arr

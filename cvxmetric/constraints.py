@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_index_array, check_bool
+from ._checks import as_index_array, broadcast_vector, check_bool
 
 __all__ = ["ConstraintSet"]
 
@@ -30,17 +30,6 @@ __all__ = ["ConstraintSet"]
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
-
-
-def _broadcast(value, m: int, name: str) -> np.ndarray:
-    arr = np.array(value, dtype=np.float64, copy=True)
-    if arr.ndim == 0:
-        arr = np.full(m, float(arr))
-    if arr.shape != (m,):
-        raise ValueError(f"{name} must be a scalar or have shape ({m},); got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf; margins and weights must be finite")
-    return arr
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,8 +63,8 @@ class ConstraintSet:
     def __post_init__(self):
         idx = as_index_array(self.idx, 4, "idx")
         m = idx.shape[0]
-        delta = _broadcast(self.delta, m, "delta")
-        weight = _broadcast(self.weight, m, "weight")
+        delta = broadcast_vector(self.delta, m, "delta")
+        weight = broadcast_vector(self.weight, m, "weight")
         if np.any(weight < 0):
             q = int(np.argmax(weight < 0))
             raise ValueError(f"weight must be non-negative; constraint {q} has weight {weight[q]}")
@@ -110,7 +99,7 @@ class ConstraintSet:
         if np.any(p[:, 0] == p[:, 1]):
             q = int(np.argmax(p[:, 0] == p[:, 1]))
             raise ValueError(f"pair {q} = {tuple(p[q].tolist())} joins a point to itself; remove it")
-        b = _broadcast(bound, p.shape[0], "bound")
+        b = broadcast_vector(bound, p.shape[0], "bound")
         if similar:
             idx = np.column_stack([p[:, 0], p[:, 1], p[:, 0], p[:, 0]])
             return cls(idx, -b, weight)

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from ._checks import as_data_matrix, as_square_symmetric, check_positive, zero_length_mask
+from ._checks import as_data_matrix, as_square_symmetric, broadcast_vector, check_positive, zero_length_mask
 from .constraints import ConstraintSet
 from .linalg import power_of_two
 
@@ -149,13 +149,7 @@ def _as_pair_weights(weight, m: int) -> np.ndarray:
     """Per-pair weights: None -> ones; else finite and > 0, shape (m,) (similar pairs first)."""
     if weight is None:
         return np.ones(m)
-    w = np.array(weight, dtype=np.float64, copy=True)
-    if w.ndim == 0:
-        w = np.full(m, float(w))
-    if w.shape != (m,):
-        raise ValueError(f"weight must be a scalar or have shape ({m},) (similar pairs first); got {w.shape}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("weight contains NaN or inf; pass finite positive per-pair weights")
+    w = broadcast_vector(weight, m, "weight (similar pairs first)")
     if np.any(w <= 0):
         k = int(np.argmax(w <= 0))
         raise ValueError(f"weight must be > 0 for every pair; pair {k} has weight {w[k]:.3g} (a pair of weight "
