@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
+from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.instances import get_instance
-from cvxmetric.linalg import project_psd
 from formulations.qwise import build_qwise
 from solvers.qwise import solve_qwise
 
@@ -44,24 +42,23 @@ def run(size: int, skip: set) -> list[dict]:
         res = solve_qwise(inst.X, inst.constraints, method=method, **inst.params)
         elapsed = time.perf_counter() - t0
         rows.append({"solver": f"fast ({res.solver})", "time": elapsed, "value": form.value_at(res.M),
-                     "status": "converged" if res.converged else "max_iter", "n_iter": res.n_iter})
-        if res.info.get("lower_bound") is not None:
-            lower = res.info["lower_bound"]
+                     "status": res.status, "n_iter": res.n_iter})
+        if res.lower_bound is not None and (lower is None or res.lower_bound > lower):
+            lower = res.lower_bound
     for solver in ("SCS", "CLARABEL"):
         if solver in skip:
             continue
         opts = SCS_USER_OPTIONS if solver == "SCS" else {}
         form = build_qwise(inst.X, inst.constraints, **inst.params)
         sol = form.solve(solver, **opts)
-        value = form.value_at(project_psd(sol.point)) if sol.ok else None
+        value = form.value_at(form.feasible_point(sol.point)) if sol.point is not None else None
         rows.append({"solver": solver, "time": sol.total_time, "value": value, "status": sol.status,
                      "compile": sol.compile_time})
     best = min(r["value"] for r in rows if r["value"] is not None)
     fast_times = {r["solver"]: r["time"] for r in rows if r["solver"].startswith("fast")}
     for r in rows:
-        r["gap"] = None if r["value"] is None else (r["value"] - best) / max(1.0, abs(best))
-        r["gap_certified"] = (None if r["value"] is None or lower is None
-                              else (r["value"] - lower) / max(1.0, abs(r["value"])))
+        r["gap"] = None if r["value"] is None else relative_difference(r["value"], best)
+        r["gap_certified"] = None if r["value"] is None or lower is None else relative_gap(r["value"], lower)
         r["ratios"] = {name: r["time"] / t for name, t in fast_times.items()}
     print(f"\nQwise d={inst.d}, {len(inst.constraints)} quadruplets ({inst.description}); best objective {best:.8g}"
           + ("" if lower is None else f"; PDHG certified lower bound {lower:.8g}"))
