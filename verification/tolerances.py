@@ -56,8 +56,11 @@ BELOW_LOWER_BOUND_RTOL = 1e-9
 PSD_FEASIBILITY_TOL = 1e-9
 
 #: KKT residual of a fast solver's point (distance from 0 to the subdifferential plus normal
-#: cone, relative). A subgradient method's iterate is only approximately stationary: its
-#: residual is reported with this loose threshold; Newton points meet KKT_FAST_NEWTON.
+#: cone, relative), checked for PDHG points (measured 1e-11..6e-4); Newton points meet
+#: KKT_FAST_NEWTON. A subgradient iterate's residual is *reported, not checked* (FastSolver
+#: kkt_tol=None): on a nonsmooth objective a point certified within 5e-4 of p* can sit at any
+#: distance from its own subdifferential (measured 0.10..0.12 on seeds 2-4 at certified gaps
+#: <= 5e-4), so the residual is no optimality measure there; the certified gap is.
 KKT_FAST_FIRST_ORDER = 1e-1
 KKT_FAST_NEWTON = 1e-6
 

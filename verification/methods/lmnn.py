@@ -22,11 +22,12 @@ def _build(inst):
 
 
 def _fast(inst):
+    # subgradient rows: the fast-point KKT residual is reported, not checked (tolerances.KKT_FAST_FIRST_ORDER)
     return [FastSolver("lmnn-search", lambda i: solve_lmnn(i.X, i.y, impostors="search", **_params(i)),
-                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
+                       GAP_FIRST_ORDER, None),
             FastSolver("lmnn-materialised",
                        lambda i: solve_lmnn(i.X, i.y, impostors="materialised", **_params(i)),
-                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
+                       GAP_FIRST_ORDER, None),
             FastSolver("lmnn-pdhg", lambda i: solve_lmnn(i.X, i.y, method="pdhg", **_params(i)),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
 
