@@ -130,6 +130,12 @@ def test_bad_input_names_argument():
         simulate_page(10, ad_periods=(1,))
     with pytest.raises(TypeError, match="seed"):
         simulate_page(10, seed="a")
+    for kwargs, match in (({"n_bins": 0}, "n_bins"), ({"drift": -0.1}, "drift"), ({"ad_scale": 0.0}, "ad_scale"),
+                          ({"ad_periods": ()}, "ad_periods"), ({"layout": ["menu", "content"]}, "2-D")):
+        with pytest.raises(ValueError, match=match):
+            simulate_page(10, **kwargs)
+    with pytest.raises(ValueError, match="pairs row 0"):
+        simulate_page(10, seed=0).region_distances([(0, 10)])
     with pytest.raises(ValueError, match="gamma"):
         monotony_quadruplets(10, 1)
     with pytest.raises(ValueError, match="no quadruplet of set A"):
