@@ -26,7 +26,7 @@ from ._checks import as_data_matrix, as_labels, as_rng, check_int_in_range, chec
 from .constraints import ConstraintSet
 from .generators import _row_distances
 
-__all__ = ["class_parents", "taxonomy_quadruplets", "synthetic_taxonomy", "subtree_of"]
+__all__ = ["class_parents", "taxonomy_quadruplets", "synthetic_taxonomy"]
 
 
 def class_parents(tree) -> dict:
@@ -83,18 +83,6 @@ def _relations(tree, y: np.ndarray):
             raise ValueError(f"label {c!r} of y is an internal node of tree (it has children); labels "
                              "must be leaves")
     return classes, parent
-
-
-def subtree_of(tree, label, *, depth: int = 1):
-    """The ancestor of leaf ``label`` ``depth`` levels up (its parent for ``depth=1``)."""
-    parent = class_parents(tree)
-    depth = check_int_in_range(depth, "depth", 1)
-    node = label
-    for _ in range(depth):
-        if node not in parent:
-            raise ValueError(f"{label!r} has fewer than {depth} ancestors in tree")
-        node = parent[node]
-    return node
 
 
 def _neighbour_lists(X, y, parent, k):
