@@ -71,7 +71,8 @@ import numpy as np
 from ._checks import as_data_matrix, as_index_array, check_int_in_range, check_positive
 
 __all__ = ["ORMLModel", "orml_model", "orml_weights", "edge_factor", "ideal_output", "pca_transform",
-           "as_judgements", "check_ideal_output", "simulate_log_sessions", "direction_problem"]
+           "as_judgements", "check_ideal_output", "simulate_log_sessions", "direction_problem",
+           "pursuit_basis", "pursuit_bases"]
 
 #: Eigenvalues of the centered scatter below this fraction of the largest count as zero: PCA
 #: (eq. 12) divides by sqrt(lambda_r), so r may not exceed the numerical rank.
@@ -125,9 +126,13 @@ def as_judgements(pairs, relevant, n: int, session=None):
 
 
 def _knn_edges(X: np.ndarray, k: int) -> set:
-    """Unordered Euclidean k-NN edges (i in N(j) or j in N(i)); ties broken by index (stable sort)."""
-    sq = np.einsum("ij,ij->i", X, X)
-    D = sq[:, None] + sq[None, :] - 2.0 * X @ X.T
+    """Unordered Euclidean k-NN edges (i in N(j) or j in N(i)) of the data as given (uncentered).
+
+    Distances are sums of squared differences (``cdist``), so equal distances tie exactly (no Gram
+    round-off) and ties are broken by index (stable sort).
+    """
+    from scipy.spatial.distance import cdist
+    D = cdist(X, X, "sqeuclidean")
     np.fill_diagonal(D, np.inf)
     nn = np.argsort(D, axis=1, kind="stable")[:, :k]
     return {(min(i, j), max(i, j)) for i in range(len(X)) for j in nn[i]}
@@ -317,7 +322,7 @@ def orml_model(X, pairs, relevant, *, session=None, k: int = 6, alpha: float = 1
     P, rel, ses = as_judgements(pairs, relevant, n, session)
     mean = X.mean(axis=0)
     Xc = X - mean
-    I, J, w, dis = _edges(Xc, P, rel, k, alpha, beta)
+    I, J, w, dis = _edges(X, P, rel, k, alpha, beta)
     F = edge_factor(n, I, J, w, dis) @ Xc
     S = F.T @ F
     S = 0.5 * (S + S.T)
@@ -336,6 +341,35 @@ def direction_problem(model: ORMLModel, Vd: np.ndarray, d: int):
     G = np.vstack([model.F @ Vd, sg * (model.Xl @ Vd)])
     h = np.concatenate([np.zeros(model.F.shape[0]), sg * model.Y[:, d]])
     return G, h
+
+
+def pursuit_basis(V: np.ndarray, U_prev: np.ndarray, d: int) -> np.ndarray:
+    r""":math:`V^{(d)}` of eq. 18: columns ``d..r-1`` of ``V`` projected off ``span(U_prev)`` (twice)."""
+    Vd = V[:, d:].copy()
+    if U_prev.shape[1] == 0:
+        return Vd
+    Q, _ = np.linalg.qr(U_prev)
+    for _ in range(2):
+        Vd -= Q @ (Q.T @ Vd)
+    return Vd
+
+
+def pursuit_bases(model: ORMLModel) -> list:
+    r"""The bases :math:`V^{(1)}, \dots, V^{(r)}` of eq. 18 along the exact pursuit.
+
+    Each :math:`u_d = V^{(d)} b^*` with :math:`b^*` from ``scipy.linalg.lstsq`` on eq. 20 (an
+    orthogonal factorization, independent of the fast solver's Cholesky normal equations): the
+    problems the ground truth (:func:`formulations.orml.build_orml`) states for every direction.
+    """
+    from scipy.linalg import lstsq
+    U = np.zeros((model.d, model.r))
+    bases = []
+    for d in range(model.r):
+        Vd = pursuit_basis(model.V, U[:, :d], d)
+        G, h = direction_problem(model, Vd, d)
+        U[:, d] = Vd @ lstsq(G, h, lapack_driver="gelsd")[0]
+        bases.append(Vd)
+    return bases
 
 
 def simulate_log_sessions(X, y, n_sessions: int, n_judged: int, *, noise: float = 0.0, seed=None):

@@ -27,26 +27,15 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lstsq
 
 from cvxmetric.certificates import relative_gap
-from cvxmetric.orml import ORMLModel, direction_problem
+from cvxmetric.orml import ORMLModel, direction_problem, pursuit_basis
 
 from .result import make_result
 
-__all__ = ["solve_orml", "pursuit_basis", "direction_bound", "ORML_TOL"]
+__all__ = ["solve_orml", "direction_bound", "ORML_TOL"]
 
 #: Certified relative gap required: each direction is solved exactly up to round-off (a Cholesky
 #: solve leaves gaps of ~1e-15..1e-13 on well-conditioned directions).
 ORML_TOL = 1e-10
-
-
-def pursuit_basis(V: np.ndarray, U_prev: np.ndarray, d: int) -> np.ndarray:
-    r""":math:`V^{(d)}` of eq. 18: columns ``d..r-1`` of ``V`` projected off ``span(U_prev)`` (twice)."""
-    Vd = V[:, d:].copy()
-    if U_prev.shape[1] == 0:
-        return Vd
-    Q, _ = np.linalg.qr(U_prev)
-    for _ in range(2):
-        Vd -= Q @ (Q.T @ Vd)
-    return Vd
 
 
 def direction_bound(G: np.ndarray, h: np.ndarray, b: np.ndarray) -> tuple[float, float]:
