@@ -12,7 +12,10 @@ Fast solver: ``orml-pursuit`` (:func:`solvers.orml.solve_orml`, Cholesky normal 
 * ``direction_gap_max``: the largest relative gap of a direction's closed form against that
   direction's certified interval (upper: :math:`f_d` at Clarabel's point; lower: the dual bound
   of its residual repaired by projection, :func:`formulations.orml.direction_dual_bounds`), and
-  ``direction_truth_gap_max``, the widest of those intervals;
+  ``direction_truth_gap_max``, the widest of those intervals; ``direction_argmin_max``, the largest
+  relative distance between a direction's closed-form ``b_d`` and Clarabel's (each problem is
+  strongly convex, so the minimiser is unique: an objective gap is quadratic in the point's
+  error, this check is linear in it);
 * ``orthogonality``: :math:`\max_{i \ne j} |\cos(u_i, u_j)|` of the returned ``U``;
 * ``eq16_similar`` (exactly 0) and ``eq16_dissimilar`` (:math:`1 - \min` distance) on ``Y_l``;
 * ``M_psd``, ``S_psd``: the paper's claim on :math:`M = L + 2T` and :math:`S = X_c^T M X_c` built
@@ -28,7 +31,7 @@ from formulations.orml import build_orml, direction_dual_bounds, direction_value
 from solvers.orml import solve_orml
 
 from ..registry import FastSolver, MethodSpec
-from ..tolerances import (GAP_ORML, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,
+from ..tolerances import (GAP_ORML, ORML_ARGMIN_RTOL, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,
                           ORML_PSD_RTOL, ORML_S_FACTOR_RTOL, ORML_TRUTH_RTOL)
 
 
@@ -86,6 +89,8 @@ def _extra_checks(form, inst, res, truth):
         lower = direction_dual_bounds(form, 2.0 * z)
         out["direction_truth_gap_max"] = (max(relative_gap(u, lo) for u, lo in zip(upper, lower)), ORML_TRUTH_RTOL)
         out["direction_gap_max"] = (max(relative_difference(f, lo) for f, lo in zip(fast, lower)), GAP_ORML)
+        out["direction_argmin_max"] = (max(float(np.linalg.norm(res.w[s] - w[s]) / np.linalg.norm(w[s]))
+                                           for s in form.info["blocks"]), ORML_ARGMIN_RTOL)
     else:
         out["direction_gap_max"] = (None, GAP_ORML)
     out["orthogonality"] = (_pairwise_cos(res.info["U"]), ORML_ORTHOGONALITY_TOL)
