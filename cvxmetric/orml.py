@@ -70,7 +70,7 @@ import numpy as np
 
 from ._checks import as_data_matrix, as_index_array, check_int_in_range, check_positive
 
-__all__ = ["ORMLModel", "orml_model", "orml_weights", "edge_factor", "ideal_output", "pca_transform",
+__all__ = ["ORMLModel", "orml_model", "orml_weights", "edge_rows", "ideal_output", "pca_transform",
            "as_judgements", "check_ideal_output", "simulate_log_sessions", "direction_problem",
            "pursuit_basis", "pursuit_bases"]
 
@@ -180,14 +180,12 @@ def orml_weights(X, pairs, relevant, *, k: int = 6, alpha: float = 1.0, beta: fl
     return W, T
 
 
-def edge_factor(n: int, I, J, w, dissimilar):
-    r"""Dense ``B`` with :math:`B^T B = M = L + 2T`: one row :math:`\sqrt{w}(e_i \mp e_j)` per edge."""
-    B = np.zeros((len(I), n))
-    rows = np.arange(len(I))
-    sw = np.sqrt(np.asarray(w, dtype=np.float64))
-    B[rows, I] = sw
-    B[rows, J] = np.where(dissimilar, sw, -sw)
-    return B
+def edge_rows(Xc: np.ndarray, I, J, w, dissimilar) -> np.ndarray:
+    r"""``F = B @ Xc`` without forming ``B`` (one row :math:`\sqrt{w}(e_i \mp e_j)` per edge), so
+    :math:`F^T F = X_c^T M X_c = S`: row ``e`` is :math:`\sqrt{w_e}(x_i - x_j)`, or
+    :math:`\sqrt{w_e}(x_i + x_j)` for a dissimilar pair."""
+    sign = np.where(np.asarray(dissimilar, dtype=bool), 1.0, -1.0)
+    return np.sqrt(np.asarray(w, dtype=np.float64))[:, None] * (Xc[I] + sign[:, None] * Xc[J])
 
 
 def pca_transform(Xc: np.ndarray, r: int) -> np.ndarray:
@@ -323,7 +321,7 @@ def orml_model(X, pairs, relevant, *, session=None, k: int = 6, alpha: float = 1
     mean = X.mean(axis=0)
     Xc = X - mean
     I, J, w, dis = _edges(X, P, rel, k, alpha, beta)
-    F = edge_factor(n, I, J, w, dis) @ Xc
+    F = edge_rows(Xc, I, J, w, dis)
     S = F.T @ F
     S = 0.5 * (S + S.T)
     V = pca_transform(Xc, r)
