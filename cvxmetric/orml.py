@@ -91,8 +91,9 @@ def as_judgements(pairs, relevant, n: int, session=None):
     n : int
         Number of rows of ``X``.
     session : array_like of int, shape (m,), optional
-        Session id of each judgement (default: the query index, one session per query). All
-        judgements of one session must share its query.
+        Session id (a non-negative integer) of each judgement (default: the query index, one
+        session per query). All judgements of one session must share its query; sessions are
+        ordered by first appearance.
     """
     P = as_index_array(pairs, 2, "pairs", n=n)
     if len(P) == 0:

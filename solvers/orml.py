@@ -16,8 +16,9 @@ residual :math:`z = Gb - h`, :math:`\nu = 2\,\Pi z` (``Pi`` the projection onto
 :math:`\ker G^T`, computed with ``lstsq``) is that dual point repaired to exact feasibility, so
 :math:`\ell_d = -\|\Pi z\|^2 - 2 h^T \Pi z` is a lower bound, tight at the optimum
 (:math:`G^T z^* = 0`). The result's objective is :math:`\sum_d f_d(b_d)` (eq. 17 at ``U``), its
-lower bound :math:`\sum_d \ell_d`, and its measure the relative certified gap; the per-direction
-gaps are in ``info["direction_gaps"]``.
+lower bound :math:`\sum_d \ell_d` (``certified_gap`` is their relative gap), and its measure the
+*largest per-direction* relative gap ``max_d relative_gap(f_d, l_d)`` (``info["direction_gaps"]``):
+every direction is certified, not only their sum.
 """
 from __future__ import annotations
 
