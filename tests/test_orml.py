@@ -181,3 +181,22 @@ def test_rank_deficient_data_names_r():
         orml_model(X, [[0, 1]], np.array([True]), r=6)
     with pytest.raises(ValueError, match="NaN"):
         orml_model(np.full((5, 2), np.nan), [[0, 1]], np.array([True]), r=1)
+
+
+def test_a_wrong_solve_is_not_certified(monkeypatch):
+    """A closed form that is off by 0.1 % fails its own certificate (converged=False, a warning)."""
+    import solvers.orml as so
+    from cvxmetric.exceptions import ConvergenceWarning
+    real = so.cho_solve
+    monkeypatch.setattr(so, "cho_solve", lambda *a, **k: 1.001 * real(*a, **k))
+    X, _, pairs, rel, ses = _data(4)
+    with pytest.warns(ConvergenceWarning):
+        res = solve_orml(orml_model(X, pairs, rel, session=ses, r=3))
+    assert not res.converged and res.measure_value > ORML_TOL
+
+
+@pytest.mark.parametrize("name", ["syn-sessions", "digits-sessions"])
+def test_harness_rows_pass(name):
+    from verification.harness import verify_instance
+    rows = verify_instance("orml", name, seed=1)
+    assert rows and all(r["passed"] for r in rows), [r["checks"] for r in rows]
