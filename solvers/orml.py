@@ -27,6 +27,7 @@ import time
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lstsq
 
+from cvxmetric._checks import check_positive
 from cvxmetric.certificates import relative_gap
 from cvxmetric.orml import ORMLModel, direction_problem, pursuit_basis
 
@@ -64,6 +65,10 @@ def solve_orml(model: ORMLModel, *, tol: float = ORML_TOL):
     Direction ``d`` solves :math:`\\min_b \\|F V^{(d)} b\\|^2 + \\gamma \\|X_l V^{(d)} b - y^{(d)}\\|^2`
     (eq. 20) for the bases :math:`V^{(d)}` of eq. 18.
     """
+    if not isinstance(model, ORMLModel):
+        raise TypeError(f"model must be an ORMLModel (build it with cvxmetric.orml.orml_model); "
+                        f"got {type(model).__name__}")
+    tol = check_positive(tol, "tol")
     t0 = time.perf_counter()
     V = model.V
     r = model.r
@@ -86,5 +91,5 @@ def solve_orml(model: ORMLModel, *, tol: float = ORML_TOL):
     info = {"U": U, "A": U @ U.T, "direction_values": np.array(values), "direction_lower": np.array(lowers),
             "direction_gaps": np.array(gaps)}
     return make_result("orml-pursuit", objective=objective, measure="certified_gap", tol=tol,
-                       stop_reason="not_certified", w=w, measure_value=max(gaps), lower_bound=float(np.sum(lowers)), n_iter=r,
-                       time=time.perf_counter() - t0, info=info)
+                       stop_reason="not_certified", w=w, measure_value=max(gaps),
+                       lower_bound=float(np.sum(lowers)), n_iter=r, time=time.perf_counter() - t0, info=info)

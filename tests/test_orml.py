@@ -200,3 +200,11 @@ def test_harness_rows_pass(name):
     from verification.harness import verify_instance
     rows = verify_instance("orml", name, seed=1)
     assert rows and all(r["passed"] for r in rows), [r["checks"] for r in rows]
+
+
+def test_solver_bad_input():
+    X, _, pairs, rel, ses = _data()
+    with pytest.raises(TypeError, match="ORMLModel"):
+        solve_orml(X)
+    with pytest.raises(ValueError, match="tol"):
+        solve_orml(orml_model(X, pairs, rel, session=ses, r=2), tol=-1.0)
