@@ -182,3 +182,41 @@ MMC_SCALE_IDENTITY_FAST_RTOL = 1e-9
 #: A fast solver's certified lower bound may exceed the ground truth's upper end (the value of a
 #: feasible point, so an upper bound on p*) by round-off only; more is a wrong certificate.
 CERTIFICATE_SLACK = 1e-9
+
+# ----------------------------------------------------------------------------- ORML
+#: Width of ORML's certified ground-truth interval and the per-direction gap of the closed form
+#: (eq. 21) against it. Every direction is a least-squares problem: the dual bound repaired by a
+#: projection onto ker G^T is the optimum up to round-off, and Clarabel's point is within ~1e-12
+#: of it (measured 0 to 3e-12 on syn-sessions and digits-sessions), so 1e-8 only absorbs
+#: ill-conditioned directions.
+ORML_TRUTH_RTOL = 1e-8
+GAP_ORML = 1e-8
+
+#: Relative distance between each direction's closed-form minimiser and Clarabel's point. Each
+#: direction is strongly convex (cond(G_d) measured 2..50 on the default instances) and Clarabel's
+#: points agree with the closed forms to 1e-14..6e-13; 1e-8 leaves room for worse conditioning.
+ORML_ARGMIN_RTOL = 1e-8
+
+#: Orthogonality of the pursuit's directions, max_{i != j} |cos(u_i, u_j)|: the bases are projected
+#: twice against an orthonormal basis of the previous directions, leaving round-off only
+#: (measured ~1e-16..1e-15).
+ORML_ORTHOGONALITY_TOL = 1e-10
+
+#: Eq. 16 on the ideal output: similar pairs are at distance exactly 0 (the same floats are copied);
+#: dissimilar pairs at distance >= 1, each coordinate difference being >= 1/sqrt(r) in floating
+#: point too, so 1 - min distance can only be the rounding of a sum of r squares and a sqrt.
+ORML_EQ16_DISSIMILAR_RTOL = 1e-14
+
+#: The paper's claim M = L + 2T >= 0 and S = Xc^T M Xc >= 0: smallest eigenvalue relative to the
+#: largest. Both are exactly PSD (M = B^T B with one row per edge); eigvalsh of a matrix formed in
+#: floats leaves -(a few) eps ||.|| (measured ~1e-16..1e-15).
+ORML_PSD_RTOL = 1e-12
+
+#: The paper's S = Xc^T (D - W + 2T) Xc (dense, eq. 8) against the edge factor F^T F the model and
+#: the cvxpy problem use: relative max-entry difference, round-off of two summation orders.
+ORML_S_FACTOR_RTOL = 1e-12
+
+#: Relative stationarity residual of the normal equations, ||G^T (G w - h)|| / (||G^T G w|| +
+#: ||G^T h||), at Clarabel's point (truth, KKT_TRUTH_TOL) and at the closed form (fast): a Cholesky
+#: solve leaves round-off times the condition number of H (measured <= 1e-12).
+KKT_FAST_ORML = 1e-9
