@@ -89,6 +89,16 @@ def test_a_case_that_raises_becomes_a_failed_row():
     assert not row["passed"] and row["errors"][0].startswith("case: ")
 
 
+def test_a_failing_worker_fails_the_rows_of_its_cases(monkeypatch):
+    def die(k, case, seed):   # what joblib raises when a worker process dies
+        raise RuntimeError("worker died")
+
+    monkeypatch.setattr(harness, "_indexed", die)
+    rows = verify_cases(CASES, n_jobs=2, backend="threading")   # threads see the patched function
+    assert [r["instance"] for r in rows] == [c[2] for c in CASES]
+    assert all(not r["passed"] and r["errors"] == ["worker: RuntimeError: worker died"] for r in rows)
+
+
 def test_dask_requested_but_not_installed_exits_2(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "distributed", None)   # import distributed -> ImportError
     assert main(ARGV + ["--dask", "local"]) == 2

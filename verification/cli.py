@@ -206,8 +206,8 @@ def _dask_client(address: str, n_jobs: Optional[int]):
         try:
             client = stack.enter_context(Client(address, timeout="20s"))
         except (OSError, TimeoutError, ValueError) as exc:
-            raise _UsageError(f"--dask {address!r}: cannot connect to a dask scheduler ({exc}); start one "
-                              f"with 'dask scheduler' and pass its tcp://host:8786 address, or use --dask local") from None
+            raise _UsageError(f"--dask {address!r}: cannot connect to a dask scheduler ({exc}); start one with "
+                              f"'dask scheduler' and pass its tcp://host:8786 address, or use --dask local") from None
         yield client
 
 

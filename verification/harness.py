@@ -418,7 +418,9 @@ def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backe
     Returns
     -------
     list of dict
-        Exactly the rows of the serial run, in the same order (only the timings differ).
+        Exactly the rows of the serial run, in the same order (only the timings differ). When the
+        parallel machinery itself fails (a worker process dies, the cluster is lost), every case
+        without rows yet gets one failed row with the reason (check ``worker``).
     """
     cases = list(cases)
     results: list = [None] * len(cases)
@@ -434,13 +436,18 @@ def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backe
         # parallel_config (not Parallel(backend=...)) resolves lazily registered backends ("dask");
         # batch_size=1: a case is seconds of work, so one per task balances best
         config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
-        with config:
-            parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
-            tasks = (delayed(_indexed)(k, case, seed) for k, case in enumerate(cases))
-            for done, (k, rows) in enumerate(parallel(tasks), start=1):
-                results[k] = rows
-                if on_done is not None:
-                    on_done(done, cases[k])
+        try:
+            with config:
+                parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
+                tasks = (delayed(_indexed)(k, case, seed) for k, case in enumerate(cases))
+                for done, (k, rows) in enumerate(parallel(tasks), start=1):
+                    results[k] = rows
+                    if on_done is not None:
+                        on_done(done, cases[k])
+        except Exception as exc:   # noqa: BLE001 - a dead worker or a lost cluster: report, never crash
+            for k, (method, _, name) in enumerate(cases):
+                if results[k] is None:
+                    results[k] = [_error_row(method, name, seed, "worker", exc)]
     return [row for rows in results for row in rows]
 
 
