@@ -109,3 +109,10 @@ def test_dask_requested_but_not_installed_exits_2(monkeypatch, capsys):
 def test_bad_jobs_exit_2(jobs, capsys):
     assert main(ARGV + ["--jobs", jobs]) == 2
     assert "--jobs" in capsys.readouterr().err
+
+
+def test_scheduler_is_another_name_for_dask():
+    from verification.cli import build_parser
+
+    assert build_parser().parse_args(["--scheduler", "tcp://h:8786"]).dask == "tcp://h:8786"
+    assert build_parser().parse_args(["--jobs", "-1"]).jobs == -1
