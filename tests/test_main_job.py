@@ -2,7 +2,8 @@
 
 ``python -m verification`` must exit 0 on every default instance; ``--seed S`` draws every random
 default instance anew, and the job must pass for those too. The rows are kept for the checks
-that read the whole report.
+that read the whole report. The cases run in parallel (``--jobs 2``); one problem stays in one
+process.
 """
 import json
 import subprocess
@@ -15,12 +16,16 @@ from verification.harness import REQUIRED_KEYS
 from verification.registry import list_methods
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Cases run in 2 worker processes: the same rows, order and JSON as ``--jobs 1``
+#: (tests/test_parallel.py), and measured on the 2-core machine: seed 0 31 s instead of 52 s,
+#: seed 1 29 s instead of 39 s.
+JOBS = 2
 
 
 @pytest.fixture(scope="module", params=[0, 1], ids=["seed0", "seed1"])
 def report(request):
     seed = request.param
-    argv = [sys.executable, "-m", "verification", "--json", "--no-progress"]
+    argv = [sys.executable, "-m", "verification", "--json", "--no-progress", "--jobs", str(JOBS)]
     if seed:
         argv += ["--seed", str(seed)]
     r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)

@@ -8,20 +8,29 @@ Examples
 ``python -m verification --method qwise --instance syn-d5 --check-matrix M.npy``
 ``python -m verification --list``                  methods and instances
 ``python -m verification --seed 3``                every random default instance drawn anew
+``python -m verification --jobs 2``                cases in 2 processes (same rows, same order)
+``python -m verification --dask tcp://host:8786``  cases on a dask.distributed cluster
+``python -m verification --dask local``            cases on a LocalCluster of this machine
 
 Exit status: 0 when every row passes, 1 when a check fails (the table still prints, with the
-reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file).
+reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file, ``--dask``
+without dask.distributed installed or with an unreachable scheduler).
+
+Parallel runs spread whole cases (method x instance) over processes or machines; one problem is
+never split. The rows and their order are those of the serial run; only timings differ.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from typing import Optional, Sequence
 
 import numpy as np
 
-from .harness import ReferenceCache, default_cases, score_point, verify_instance
+from .harness import BLAS_THREADS, ReferenceCache, default_cases, score_point, verify_cases
 from .registry import get_spec, list_methods
 
 COLUMNS = (("method", "method", "{}"), ("instance", "instance", "{}"), ("solver", "fast solver", "{}"),
@@ -72,14 +81,22 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _progress(iterable, total: int, enabled: bool):
-    if not enabled:
-        return iterable
-    try:
+@contextlib.contextmanager
+def _progress(total: int, bar: bool, lines: bool):
+    """An ``on_done(k, case)`` callback: a tqdm bar (a terminal), one stderr line per finished case
+    (``lines``), or nothing."""
+    if bar:
         from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return iterable
-    return tqdm(iterable, total=total, desc="verifying", unit="case", file=sys.stderr, leave=False)
+
+        with tqdm(total=total, desc="verifying", unit="case", file=sys.stderr, leave=False) as t:
+            def on_done(k, case):
+                t.set_postfix_str(f"{case[0]}/{case[2]}", refresh=False)
+                t.update(1)
+            yield on_done
+    elif lines:
+        yield lambda k, case: print(f"... [{k}/{total}] {case[0]} / {case[2]} done", file=sys.stderr, flush=True)
+    else:
+        yield None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +112,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instance seed: 0 (default) is the documented instances; S > 0 draws every random "
                         "default instance anew from seeds shifted by S")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="run N cases (method x instance) at once in worker processes, -1: all cores "
+                        "(default 1; with --dask, all threads of the cluster). The rows, their order and the "
+                        "JSON are those of --jobs 1; one problem always stays in one process")
+    p.add_argument("--dask", "--scheduler", dest="dask", metavar="ADDRESS",
+                   help="run the cases on a dask.distributed cluster through joblib's Dask backend: a "
+                        "scheduler address (tcp://host:8786), or 'local' for a LocalCluster of this machine "
+                        "(needs the 'distributed' extra: pip install 'cvxmetric[distributed]')")
     return p
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer or -1 (all cores); got {text!r}")
+    return value
 
 
 def _seed(text: str) -> int:
@@ -148,10 +183,32 @@ def load_point(path: str) -> np.ndarray:
     return point
 
 
-#: BLAS threads used by the report. The harness' matrices are small (d <= 64): one thread is
-#: as fast, and multi-threaded BLAS spins (measured 10-30x slower per call on a loaded 2-core
-#: machine, e.g. L-BFGS-B evaluations 10 ms instead of 0.3 ms).
-BLAS_THREADS = 1
+class _UsageError(ValueError):
+    """Unusable input or environment for the requested run (exit status 2)."""
+
+
+@contextlib.contextmanager
+def _dask_client(address: str, n_jobs: Optional[int]):
+    """A ``distributed.Client`` for ``--dask ADDRESS`` (``'local'``: a LocalCluster, one thread per
+    worker, ``n_jobs`` workers or one per core), closed on exit."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise _UsageError("--dask needs dask.distributed, which is not installed; "
+                          "install it with: pip install 'cvxmetric[distributed]' (or 'dask[distributed]')") from None
+    with contextlib.ExitStack() as stack:
+        if address == "local":
+            n_workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else n_jobs
+            # one thread per worker: a case pins BLAS to one thread and holds the GIL in python loops
+            cluster = stack.enter_context(LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                                       processes=True, dashboard_address=None))
+            address = cluster.scheduler_address
+        try:
+            client = stack.enter_context(Client(address, timeout="20s"))
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise _UsageError(f"--dask {address!r}: cannot connect to a dask scheduler ({exc}); start one with "
+                              f"'dask scheduler' and pass its tcp://host:8786 address, or use --dask local") from None
+        yield client
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -196,16 +253,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                     print(f"error: {e}")
             return 0 if result["passed"] else 1
         cases = default_cases(methods, args.instance)
+        rows = _run(cases, args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    cache = ReferenceCache()
-    rows: list[dict] = []
-    show = not args.no_progress and sys.stderr.isatty()
-    for m, im, name in _progress(cases, len(cases), show):
-        if not show and not args.json:
-            print(f"... {m} / {name}", file=sys.stderr, flush=True)
-        rows.extend(verify_instance(m, name, cache=cache, instance_method=im, seed=args.seed))
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -213,3 +264,18 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         n_pass = sum(r["passed"] for r in rows)
         print(f"\n{n_pass} of {len(rows)} rows passed all checks")
     return 0 if all(r["passed"] for r in rows) else 1
+
+
+def _run(cases: list, args) -> list[dict]:
+    """The rows of ``cases``: serially, in local worker processes (``--jobs``), or on a dask
+    cluster (``--dask``); the same rows in the same order in every case."""
+    bar = not args.no_progress and sys.stderr.isatty()
+    with contextlib.ExitStack() as stack:
+        backend = None
+        n_jobs = args.jobs or 1
+        if args.dask:
+            stack.enter_context(_dask_client(args.dask, args.jobs))
+            backend, n_jobs = "dask", args.jobs or -1
+        on_done = stack.enter_context(_progress(len(cases), bar, lines=not bar and not args.json))
+        return verify_cases(cases, seed=args.seed, n_jobs=n_jobs, backend=backend, cache=ReferenceCache(),
+                            on_done=on_done)

@@ -23,6 +23,7 @@ check named after the stage, with the reason in the row's ``errors``; the table 
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import traceback
@@ -40,13 +41,19 @@ from formulations.ladder import LADDER, CertifiedTruth, solve_certified
 from . import tolerances as tol
 from .registry import MethodSpec, get_spec, list_methods
 
-__all__ = ["Check", "verify_method", "verify_instance", "score_point", "ReferenceCache", "REQUIRED_KEYS",
-           "default_cases", "find_instance_method"]
+__all__ = ["Check", "verify_method", "verify_instance", "verify_cases", "score_point", "ReferenceCache",
+           "REQUIRED_KEYS", "default_cases", "find_instance_method", "BLAS_THREADS"]
 
 #: Stable keys of every row (the JSON output documented in the README).
 REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_lower", "p_star_upper",
                  "truth_gap", "truth_rung", "p_star_scs", "f_fast", "rel_gap", "kkt_truth", "kkt_fast",
                  "time_truth", "time_scs", "time_fast", "passed", "checks", "errors")
+
+#: BLAS threads of every solve in the report. The harness' matrices are small (d <= 64): one
+#: thread is as fast, and multi-threaded BLAS spins (measured 10-30x slower per call on a loaded
+#: 2-core machine, e.g. L-BFGS-B evaluations 10 ms instead of 0.3 ms). Parallel runs
+#: (:func:`verify_cases`) pin every worker to it too: the parallelism is across cases.
+BLAS_THREADS = 1
 
 #: The SCS rung of the ladder, used for the second opinion.
 _SCS_RUNG = next(r for r in LADDER if r.solver == "SCS")
@@ -359,6 +366,93 @@ def default_cases(methods: Optional[Iterable[str]] = None, instance: Optional[st
             for name in list_instances(im, default_only=True):
                 cases.append((m, im, name))
     return cases
+
+
+#: One case of the report: (method, instance family, instance name), as :func:`default_cases` lists.
+Case = tuple
+
+
+def _case_rows(case: Case, seed: int, cache: ReferenceCache) -> list[dict]:
+    """The rows of one case; even an unexpected exception becomes a failed row."""
+    method, im, name = case
+    try:
+        return verify_instance(method, name, cache=cache, instance_method=im, seed=seed)
+    except Exception as exc:   # noqa: BLE001 - the harness reports, never crashes
+        return [_error_row(method, name, seed, "case", exc)]
+
+
+def _worker_case_rows(case: Case, seed: int) -> list[dict]:
+    """:func:`_case_rows` in a worker process (loky or a dask worker): BLAS pinned, own cache."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        return _case_rows(case, seed, ReferenceCache())
+
+
+def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backend: Optional[str] = None,
+                 cache: Optional[ReferenceCache] = None,
+                 on_done: Optional[Callable[[int, Case], None]] = None) -> list[dict]:
+    """The rows of many cases, in the order of ``cases``, optionally computed in parallel.
+
+    Parameters
+    ----------
+    cases : iterable of (method, instance_method, instance)
+        As returned by :func:`default_cases`.
+    seed : int
+        Instance seed (see :func:`verify_instance`).
+    n_jobs : int
+        1 (and no ``backend``): every case in this process, one after the other, sharing
+        ``cache``. Otherwise the cases run through :class:`joblib.Parallel` (``-1``: all cores,
+        or all worker threads of a dask cluster), one whole case per task: a problem is never
+        split across processes or machines. Each worker pins BLAS to :data:`BLAS_THREADS`.
+    backend : str, optional
+        A joblib backend name; default the active one (loky unless inside
+        ``joblib.parallel_config``). ``"dask"`` sends the cases to the current
+        ``distributed.Client``.
+    cache : ReferenceCache, optional
+        Used by the serial path only (workers build their own).
+    on_done : callable, optional
+        ``on_done(k, case)`` after each finished case, ``k`` the number finished so far (in
+        completion order, which in parallel differs from the order of the rows).
+
+    Returns
+    -------
+    list of dict
+        Exactly the rows of the serial run, in the same order (only the timings differ). When the
+        parallel machinery itself fails (a worker process dies, the cluster is lost), every case
+        without rows yet gets one failed row with the reason (check ``worker``).
+    """
+    cases = list(cases)
+    results: list = [None] * len(cases)
+    if n_jobs == 1 and backend is None:
+        cache = cache or _DEFAULT_CACHE
+        for k, case in enumerate(cases):
+            results[k] = _case_rows(case, seed, cache)
+            if on_done is not None:
+                on_done(k + 1, case)
+    else:
+        from joblib import Parallel, delayed, parallel_config
+
+        # parallel_config (not Parallel(backend=...)) resolves lazily registered backends ("dask");
+        # batch_size=1: a case is seconds of work, so one per task balances best
+        config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
+        try:
+            with config:
+                parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
+                tasks = (delayed(_indexed)(k, case, seed) for k, case in enumerate(cases))
+                for done, (k, rows) in enumerate(parallel(tasks), start=1):
+                    results[k] = rows
+                    if on_done is not None:
+                        on_done(done, cases[k])
+        except Exception as exc:   # noqa: BLE001 - a dead worker or a lost cluster: report, never crash
+            for k, (method, _, name) in enumerate(cases):
+                if results[k] is None:
+                    results[k] = [_error_row(method, name, seed, "worker", exc)]
+    return [row for rows in results for row in rows]
+
+
+def _indexed(k: int, case: Case, seed: int) -> tuple[int, list[dict]]:
+    return k, _worker_case_rows(case, seed)
 
 
 def verify_method(method: str, instances: Optional[Iterable[str]] = None, *, seed: int = 0, **kw) -> list[dict]:

@@ -1,0 +1,118 @@
+"""Parallel reports: ``--jobs N`` (joblib, loky processes) and ``--dask ADDRESS`` (joblib's Dask
+backend on a dask.distributed cluster) give exactly the serial rows, in the serial order.
+
+Only the timing fields may differ. The cases are two cheap qwise instances (a matrix and a vector
+model), so every test runs whole cases in other processes within a few seconds.
+"""
+import json
+import sys
+
+import pytest
+from distributed import Client, LocalCluster
+from threadpoolctl import threadpool_info
+
+from verification import harness
+from verification.cli import main
+from verification.harness import BLAS_THREADS, ReferenceCache, verify_cases
+
+CASES = [("qwise", "qwise", "syn-d5"), ("qwise", "qwise_vector", "diag-d10")]
+ARGV = ["--method", "qwise", "--instance", "syn-d5", "--json", "--no-progress"]
+#: Prefixes of the fields that measure wall-clock time (``time_truth``, ``speedup_scs``, a truth
+#: attempt's ``time``, fantope's ``numbers.time_mm_checks``): they differ between any two runs.
+TIMING_PREFIXES = ("time", "speedup")
+
+
+def _timeless(value):
+    """``value`` with every timing field removed, at any depth (rows, checks, truth attempts)."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if not k.startswith(TIMING_PREFIXES)}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def serial_rows():
+    return verify_cases(CASES, n_jobs=1, cache=ReferenceCache())
+
+
+def _cli_json(argv, capsys) -> list:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_serial_rows_follow_the_case_order(serial_rows):
+    order = [[c[2] for c in CASES].index(r["instance"]) for r in serial_rows]
+    assert order == sorted(order) and set(order) == {0, 1}
+    assert all(r["passed"] for r in serial_rows)
+
+
+def test_jobs_2_gives_the_serial_rows_in_the_serial_order(serial_rows):
+    done = []
+    rows = verify_cases(CASES, n_jobs=2, on_done=lambda k, case: done.append((k, case)))
+    assert _timeless(rows) == _timeless(serial_rows)
+    assert [k for k, _ in done] == [1, 2]
+    assert sorted(case for _, case in done) == sorted(CASES)
+
+
+def test_cli_jobs_json_equals_the_serial_json(capsys):
+    serial = _cli_json(ARGV, capsys)
+    parallel = _cli_json(ARGV + ["--jobs", "2"], capsys)
+    assert len(parallel) == len(serial) > 0
+    assert _timeless(parallel) == _timeless(serial)
+
+
+def test_dask_local_cluster_gives_the_serial_rows(serial_rows, capsys):
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster):
+            rows = verify_cases(CASES, n_jobs=-1, backend="dask")
+        # the command line, pointed at the cluster's scheduler as at a real one
+        via_cli = _cli_json(ARGV + ["--dask", cluster.scheduler_address], capsys)
+    assert _timeless(rows) == _timeless(serial_rows)
+    assert _timeless(via_cli) == _timeless([r for r in serial_rows if r["instance"] == "syn-d5"])
+
+
+def test_a_worker_pins_blas_to_one_thread(monkeypatch):
+    seen = []
+
+    def record(case, seed, cache):
+        seen.extend(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+        return []
+
+    monkeypatch.setattr(harness, "_case_rows", record)
+    assert harness._worker_case_rows(CASES[0], 0) == []
+    assert seen and set(seen) == {BLAS_THREADS}
+
+
+def test_a_case_that_raises_becomes_a_failed_row():
+    (row,) = verify_cases([("no-such-method", None, "x")], n_jobs=1)
+    assert not row["passed"] and row["errors"][0].startswith("case: ")
+
+
+def test_a_failing_worker_fails_the_rows_of_its_cases(monkeypatch):
+    def die(k, case, seed):   # what joblib raises when a worker process dies
+        raise RuntimeError("worker died")
+
+    monkeypatch.setattr(harness, "_indexed", die)
+    rows = verify_cases(CASES, n_jobs=2, backend="threading")   # threads see the patched function
+    assert [r["instance"] for r in rows] == [c[2] for c in CASES]
+    assert all(not r["passed"] and r["errors"] == ["worker: RuntimeError: worker died"] for r in rows)
+
+
+def test_dask_requested_but_not_installed_exits_2(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)   # import distributed -> ImportError
+    assert main(ARGV + ["--dask", "local"]) == 2
+    assert "pip install" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2", "two"])
+def test_bad_jobs_exit_2(jobs, capsys):
+    assert main(ARGV + ["--jobs", jobs]) == 2
+    assert "--jobs" in capsys.readouterr().err
+
+
+def test_scheduler_is_another_name_for_dask():
+    from verification.cli import build_parser
+
+    assert build_parser().parse_args(["--scheduler", "tcp://h:8786"]).dask == "tcp://h:8786"
+    assert build_parser().parse_args(["--jobs", "-1"]).jobs == -1
