@@ -22,7 +22,13 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["relative_gap", "relative_difference", "Bounds"]
+__all__ = ["relative_gap", "relative_difference", "Bounds", "WRONG_CERTIFICATE_RTOL"]
+
+#: A certified lower bound may exceed the value of a feasible point by this much, relatively: the
+#: round-off of evaluating both (an objective through sums or cvxpy, a bound through eigenvalues).
+#: More means a wrong certificate or an infeasible point, never an optimum (used by the solvers'
+#: result contract, the solve ladder and the harness).
+WRONG_CERTIFICATE_RTOL = 1e-9
 
 
 def relative_gap(upper: Optional[float], lower: Optional[float]) -> float:
@@ -79,6 +85,11 @@ class Bounds:
     def gap(self) -> float:
         """:func:`relative_gap` of the interval (``inf`` when a bound is missing)."""
         return relative_gap(self.upper, self.lower)
+
+    def certifies(self, rtol: float) -> bool:
+        """Whether the interval is a valid certificate at relative width ``rtol``:
+        ``-WRONG_CERTIFICATE_RTOL <= gap <= rtol``."""
+        return -WRONG_CERTIFICATE_RTOL <= self.gap <= rtol
 
     def contains(self, value: float, rtol: float) -> bool:
         """Whether ``value`` lies in the interval widened by ``rtol`` relative."""

@@ -100,7 +100,7 @@ class CertifiedTruth:
 
     @property
     def certified(self) -> bool:
-        return self.bounds.gap <= self.rtol
+        return self.bounds.certifies(self.rtol)
 
     @property
     def gap(self) -> float:
@@ -170,7 +170,7 @@ def solve_certified(form: Formulation, rtol: float, ladder=LADDER) -> CertifiedT
         if upper is not None and (best_upper is None or upper < best_upper):
             best_upper, best_point = upper, point
             cert_form, cert_sol = used, sol
-        if relative_gap(best_upper, best_lower) <= rtol:
+        if Bounds(best_lower, best_upper).certifies(rtol):
             rung_name = rung.name
             break
     return CertifiedTruth(Bounds(best_lower, best_upper), best_point, rung_name, attempts,

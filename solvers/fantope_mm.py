@@ -199,10 +199,10 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
         inner_iters.append(res.n_iter)
         inner_ok.append(res.converged)
     if certified is not None:
-        M_out, phi_out, rho_out, lb_out, y_out, W_out = certified
+        M_out, phi_out, rho_out, lb_out, y_out, _ = certified
     else:
         M_out = M if M is not None else np.zeros((model.d, model.d))   # no inner solve ran
-        phi_out, rho_out, lb_out, y_out, W_out = model.value(M_out), math.inf, None, y_prev, W
+        phi_out, rho_out, lb_out, y_out = model.value(M_out), math.inf, None, y_prev
     stop = "time_limit" if timed_out else ("max_iter" if last_inner_ok else "inner_not_converged")
     return make_result("fantope-mm", objective=phi_out, measure="kkt_residual", tol=tol, stop_reason=stop,
                        M=M_out, measure_value=rho_out, multipliers=y_out, n_iter=len(Ws), history=phi,

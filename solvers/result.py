@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from cvxmetric.certificates import relative_gap
+from cvxmetric.certificates import WRONG_CERTIFICATE_RTOL, relative_gap
 from cvxmetric.exceptions import ConvergenceWarning
 
 __all__ = ["SolverResult", "ConvergenceWarning", "make_result", "warn_not_converged", "MEASURES",
@@ -32,11 +32,6 @@ __all__ = ["SolverResult", "ConvergenceWarning", "make_result", "warn_not_conver
 
 #: The optimality measures a solver may certify its answer with (see the module docstring).
 MEASURES = ("certified_gap", "kkt_residual")
-
-#: A certified gap below -WRONG_CERTIFICATE_RTOL means the lower bound exceeds the value of the
-#: returned point by more than the round-off of evaluating both: a wrong certificate (or an
-#: infeasible point), never a converged result.
-WRONG_CERTIFICATE_RTOL = 1e-9
 
 #: Why a solver stopped when it is not converged (``status``); a converged result has status
 #: ``"converged"``.

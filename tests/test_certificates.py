@@ -29,6 +29,13 @@ def test_relative_gap_is_invariant_under_scaling_the_objective(u, lo, c):
     assert abs(relative_difference(u, lo)) <= 2.0
 
 
+def test_bounds_certify_only_a_valid_interval():
+    assert Bounds(1.0, 1.0 + 1e-8).certifies(1e-6) and not Bounds(1.0, 1.1).certifies(1e-6)
+    assert Bounds(1.0 + 1e-13, 1.0).certifies(1e-6)        # round-off
+    assert not Bounds(1.1, 1.0).certifies(1e-6)            # a bound above a feasible value
+    assert not Bounds(None, 1.0).certifies(1.0)
+
+
 def test_bounds_contains():
     b = Bounds(1.0, 1.0 + 1e-8)
     assert b.contains(1.0 + 5e-9, 0.0) and not b.contains(1.1, 1e-6) and b.gap < 1e-7

@@ -15,7 +15,7 @@ from cvxmetric.boostmetric import boostmetric_model
 from cvxmetric.datasets import load_dataset
 from cvxmetric.fantope import fantope_model
 from cvxmetric.generators import (lmnn_constraints, pairs_from_labels, quadruplets_from_metric,
-                                  relative_attribute_quadruplets, sample_quadruplet_indices, target_neighbors,
+                                  relative_attribute_quadruplets, target_neighbors,
                                   triplets_from_labels)
 from cvxmetric.hinge import QuadrupletGeometry
 from cvxmetric.instances import list_instances

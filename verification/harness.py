@@ -164,7 +164,8 @@ def _truth_checks(spec: MethodSpec, ref: _Reference, guard: _Guard) -> Optional[
     if truth is None:
         guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
         return None
-    guard.checks["truth_certified"] = Check(truth.gap, truth.rtol)
+    # a lower bound above the feasible value by more than round-off is a wrong certificate
+    guard.checks["truth_certified"] = Check(truth.gap, truth.rtol, low=-tol.BELOW_LOWER_BOUND_RTOL)
     kkt_max = None
     if truth.solution is not None and truth.solution.duals:
         res = guard("kkt_truth", spec.kkt_truth, truth.formulation, truth.solution, default=None)
@@ -516,7 +517,7 @@ def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceC
     truth = ref.truth
     rel_gap = None
     if truth is not None:
-        guard.checks["truth_certified"] = Check(truth.gap, truth.rtol)
+        guard.checks["truth_certified"] = Check(truth.gap, truth.rtol, low=-tol.BELOW_LOWER_BOUND_RTOL)
         if value is not None and truth.p_star is not None:
             rel_gap = relative_difference(value, truth.p_star)
             guard.checks["rel_gap"] = Check(rel_gap, gap_tol, low=-math.inf)

@@ -6,6 +6,8 @@ named ``ABS``. Gaps use the one denominator of :mod:`cvxmetric.certificates`
 objective.
 """
 
+from cvxmetric.certificates import WRONG_CERTIFICATE_RTOL
+
 #: Width of the certified ground-truth interval [lower, upper] (relative_gap) required for p* to
 #: be usable. Clarabel at 1e-7 leaves intervals of ~1e-8..1e-7 after the dual repair; 1e-6 is
 #: below every gap threshold a fast solver is held to (the tightest, GAP_NEWTON, is measured
@@ -48,8 +50,9 @@ GAP_NEGATIVE_SLACK = 1e-6
 
 #: A feasible point's value may fall below a *certified* lower bound by this much, relatively: the
 #: round-off of evaluating both (value_at through cvxpy, the bound through eigenvalues). More
-#: means a definition drift, an infeasible point or a wrong certificate.
-BELOW_LOWER_BOUND_RTOL = 1e-9
+#: means a definition drift, an infeasible point or a wrong certificate. The core's constant,
+#: shared with the solvers' result contract and the solve ladder.
+BELOW_LOWER_BOUND_RTOL = WRONG_CERTIFICATE_RTOL
 
 #: Smallest eigenvalue of a returned M, relative to max(1, ||M||_2): fast solvers project
 #: onto the PSD cone, so only round-off is allowed.
@@ -181,7 +184,7 @@ MMC_SCALE_IDENTITY_FAST_RTOL = 1e-9
 
 #: A fast solver's certified lower bound may exceed the ground truth's upper end (the value of a
 #: feasible point, so an upper bound on p*) by round-off only; more is a wrong certificate.
-CERTIFICATE_SLACK = 1e-9
+CERTIFICATE_SLACK = WRONG_CERTIFICATE_RTOL
 
 # ----------------------------------------------------------------------------- ORML
 #: Width of ORML's certified ground-truth interval and the per-direction gap of the closed form
