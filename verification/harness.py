@@ -209,7 +209,7 @@ def _contract_checks(fs, res, f_fast: float, truth: Optional[CertifiedTruth], gu
     if truth is not None and truth.p_star is not None:
         # a lower bound above a feasible value is a wrong certificate
         guard.checks["certificate_below_truth"] = Check(relative_difference(res.lower_bound, truth.p_star),
-                                                        tol.CERTIFICATE_SLACK)
+                                                        tol.BELOW_LOWER_BOUND_RTOL)
 
 
 def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, kkt_truth) -> dict:

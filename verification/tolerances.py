@@ -50,8 +50,9 @@ GAP_NEGATIVE_SLACK = 1e-6
 
 #: A feasible point's value may fall below a *certified* lower bound by this much, relatively: the
 #: round-off of evaluating both (value_at through cvxpy, the bound through eigenvalues). More
-#: means a definition drift, an infeasible point or a wrong certificate. The core's constant,
-#: shared with the solvers' result contract and the solve ladder.
+#: means a definition drift, an infeasible point or a wrong certificate (also: a fast solver's
+#: lower bound above the ground truth's upper end). The core's constant, shared with the solvers'
+#: result contract and the solve ladder.
 BELOW_LOWER_BOUND_RTOL = WRONG_CERTIFICATE_RTOL
 
 #: Smallest eigenvalue of a returned M, relative to max(1, ||M||_2): fast solvers project
@@ -181,10 +182,6 @@ MMC_SCALE_IDENTITY_RTOL = 1e-5
 #: MMC scale identity on the fast solver's own numbers: |f_fast * p_max^2 - 1|. The exact
 #: projection leaves <M_max, C_S> within PROJECTION_RTOL = 1e-12 of 1, so only round-off remains.
 MMC_SCALE_IDENTITY_FAST_RTOL = 1e-9
-
-#: A fast solver's certified lower bound may exceed the ground truth's upper end (the value of a
-#: feasible point, so an upper bound on p*) by round-off only; more is a wrong certificate.
-CERTIFICATE_SLACK = WRONG_CERTIFICATE_RTOL
 
 # ----------------------------------------------------------------------------- ORML
 #: Width of ORML's certified ground-truth interval and the per-direction gap of the closed form
