@@ -133,7 +133,7 @@ def _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise
                 return fantope_mm(model, max_outer=MM_MAX_OUTER, inner="pdhg")
             if how == "factor":
                 return factor_subgradient(model.base, e, seed=seed + 4, max_iter=max_iter)
-            if how == "M" and baseline_iters is not None:
+            if how == "baseline" and baseline_iters is not None:
                 return projected_subgradient(model.base, max_iter=baseline_iters, warn=False)
             return pdhg(model.base)
 
@@ -156,7 +156,7 @@ def _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise
                      "rank_1e-6": numerical_rank(res.M, rtol=1e-6), "dist": scaled_distance(res.M, T),
                      "time": res.time, "converged": res.converged, "M": res.M})
 
-    select("no regularization", [(0.0, 0.0)], "M")
+    select("no regularization", [(0.0, 0.0)], "baseline")
     select("subgradient over L", [(0.0, 0.0)], "factor")
     select("trace", [(0.0, g) for g in gammas], "M")
     select("Fantope", [(mu, 0.0) for mu in mus], "mm")
