@@ -17,7 +17,8 @@ numerical rank of :math:`M` (eigenvalues above ``RANK_RTOL_TABLE`` :math:`\lambd
 :math:`\|M - T\|_F^2` after scaling both to a largest element of 1, next to the thesis' numbers.
 
 Run from the repository root: ``python -m benchmarks.fantope_table31`` (``--quick`` for a reduced
-size smoke run). The convex problems (no regularization, trace, every MM bound) are solved by
+size smoke run; ``--baseline-iters``, ``--label-noise`` and ``--m-train`` change one factor of the
+protocol, see :func:`run`). The convex problems (no regularization, trace, every MM bound) are solved by
 PDHG to its own stopping rule; the non-convex factor baseline runs ``MAX_ITER`` subgradient
 iterations. Runs that stop at a cap are reported as not converged.
 """
