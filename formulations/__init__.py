@@ -2,4 +2,4 @@
 
 Every builder returns a :class:`~formulations.base.Formulation`.
 """
-from .base import Formulation, ReferenceSolution, SolverFailure  # noqa: F401
+from .base import Formulation, ReferenceSolution  # noqa: F401

@@ -16,8 +16,7 @@ from typing import Any, Callable
 import cvxpy as cp
 import numpy as np
 
-__all__ = ["Formulation", "ReferenceSolution", "Normalization", "SOLVER_OPTIONS", "SolverFailure",
-           "symmetric_parameter"]
+__all__ = ["Formulation", "ReferenceSolution", "Normalization", "SOLVER_OPTIONS", "symmetric_parameter"]
 
 #: Options per cvxpy solver used for ground truth.
 #: Clarabel's default tolerances (1e-8) stall at a duality gap of ~2e-8 on some of these SDPs
@@ -32,10 +31,6 @@ SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
 
 #: cvxpy statuses accepted as a solved problem.
 OPTIMAL_STATUSES = ("optimal",)
-
-
-class SolverFailure(RuntimeError):
-    """A cvxpy solve ended without an optimal status."""
 
 
 @dataclass
@@ -181,11 +176,11 @@ class Formulation:
         """Objective at ``point`` with every auxiliary variable minimised in closed form."""
         return float(self.evaluate(point))
 
-    def solve(self, solver: str = "CLARABEL", *, raise_on_failure: bool = False, **options) -> ReferenceSolution:
+    def solve(self, solver: str = "CLARABEL", **options) -> ReferenceSolution:
         """Solve with a cvxpy solver; return (and remember) a :class:`ReferenceSolution`.
 
-        A non-optimal status is reported in the result (and raised as :class:`SolverFailure`
-        with ``raise_on_failure=True``); solver exceptions become the status ``"error: ..."``.
+        A non-optimal status is reported in the result, never raised (the ladder certifies solves
+        by their interval); solver exceptions become the status ``"error: ..."``.
         """
         solver = solver.upper()
         opts = dict(SOLVER_OPTIONS.get(solver, {}))
@@ -228,6 +223,4 @@ class Formulation:
         sol = ReferenceSolution(solver, status, float(self.problem.value) if ok else None, point,
                                 total - solve_time, solve_time, duals, aux)
         self.solutions[solver] = sol
-        if raise_on_failure and not ok:
-            raise SolverFailure(f"{self.method}: {solver} ended with status {status!r}")
         return sol

@@ -27,7 +27,7 @@ import numpy as np
 from cvxmetric.certificates import WRONG_CERTIFICATE_RTOL, relative_gap
 from cvxmetric.exceptions import ConvergenceWarning
 
-__all__ = ["SolverResult", "ConvergenceWarning", "make_result", "warn_not_converged", "MEASURES",
+__all__ = ["SolverResult", "ConvergenceWarning", "make_result", "MEASURES",
            "STOP_REASONS"]
 
 #: The optimality measures a solver may certify its answer with (see the module docstring).
@@ -186,15 +186,3 @@ def make_result(solver: str, *, objective: float, measure: str, tol: float, stop
         warnings.warn(message + "; raise max_iter, or check the problem's scaling", ConvergenceWarning,
                       stacklevel=2)
     return result
-
-
-def warn_not_converged(solver: str, n_iter: int, detail: str = "") -> None:
-    """Issue a :class:`ConvergenceWarning` naming the solver and the iteration count.
-
-    Legacy helper of solvers not yet built on :func:`make_result` (which warns by itself).
-    """
-    msg = f"{solver} stopped after {n_iter} iterations without meeting its stopping rule"
-    if detail:
-        msg += f" ({detail})"
-    msg += "; raise max_iter or loosen tol, and check the result's optimality gap"
-    warnings.warn(msg, ConvergenceWarning, stacklevel=3)

@@ -42,7 +42,8 @@ def test_bound_fast_vs_cvxpy(case):
     fm = model(inst)
     W = inst.extra["W"]
     form = build_fantope_bound(fm, W)
-    sol = form.solve("CLARABEL", raise_on_failure=True)
+    sol = form.solve("CLARABEL")
+    assert sol.point is not None, sol.status
     res = projected_subgradient(fm.bound(W))
     f_fast = form.value_at(res.M)
     assert abs(f_fast - res.objective) <= tol.VALUE_AT_RTOL * max(1, abs(f_fast))

@@ -30,10 +30,10 @@ from cvxmetric.vector_model import VectorModel
 
 from .tolerances import NULLSPACE_RTOL, TIGHT_RTOL
 
-__all__ = ["Residual", "hinge_kkt_truth", "hinge_kkt_fast", "vector_kkt", "vector_kkt_truth"]
+__all__ = ["Residual", "relative_residual", "hinge_kkt_truth", "hinge_kkt_fast", "vector_kkt", "vector_kkt_truth"]
 
 
-def _ratio(num: float, *scales: float) -> float:
+def relative_residual(num: float, *scales: float) -> float:
     """``num`` relative to the largest of ``scales`` (0/0 = 0; x/0 = inf): no floor at 1, so the
     residual is the same number for a problem and any rescaling of it."""
     num = float(num)
@@ -95,20 +95,20 @@ def hinge_kkt_truth(form, sol) -> dict[str, float]:
     stat_scale = max(float(np.linalg.norm(grad_reg)), float(np.linalg.norm(sumA)), float(np.linalg.norm(Z)))
     return {
         # primal feasibility
-        "primal_psd": _ratio(max(0.0, -lam_M[0]), nM),
-        "primal_hinge": _ratio(max(0.0, float(np.max(lin - xi))) if xi.size else 0.0, xscale),
-        "primal_slack": _ratio(max(0.0, float(-np.min(xi))) if xi.size else 0.0, xscale),
+        "primal_psd": relative_residual(max(0.0, -lam_M[0]), nM),
+        "primal_hinge": relative_residual(max(0.0, float(np.max(lin - xi))) if xi.size else 0.0, xscale),
+        "primal_slack": relative_residual(max(0.0, float(-np.min(xi))) if xi.size else 0.0, xscale),
         # dual feasibility
-        "dual_alpha": _ratio(max(0.0, float(-np.min(alpha))) if alpha.size else 0.0, cmax),
-        "dual_beta": _ratio(max(0.0, float(-np.min(beta))) if beta.size else 0.0, cmax),
-        "dual_psd": _ratio(max(0.0, -lam_Z[0]), nZ),
+        "dual_alpha": relative_residual(max(0.0, float(-np.min(alpha))) if alpha.size else 0.0, cmax),
+        "dual_beta": relative_residual(max(0.0, float(-np.min(beta))) if beta.size else 0.0, cmax),
+        "dual_psd": relative_residual(max(0.0, -lam_Z[0]), nZ),
         # complementary slackness
-        "comp_hinge": _ratio(float(np.max(np.abs(alpha * (xi - lin)))) if xi.size else 0.0, cmax * xscale),
-        "comp_slack": _ratio(float(np.max(np.abs(beta * xi))) if xi.size else 0.0, cmax * xscale),
-        "comp_psd": _ratio(abs(float(np.vdot(Z, M))), max(float(np.linalg.norm(M)), m0) * stat_scale),
+        "comp_hinge": relative_residual(float(np.max(np.abs(alpha * (xi - lin)))) if xi.size else 0.0, cmax * xscale),
+        "comp_slack": relative_residual(float(np.max(np.abs(beta * xi))) if xi.size else 0.0, cmax * xscale),
+        "comp_psd": relative_residual(abs(float(np.vdot(Z, M))), max(float(np.linalg.norm(M)), m0) * stat_scale),
         # stationarity
-        "stationarity_M": _ratio(float(np.linalg.norm(stat)), stat_scale),
-        "stationarity_xi": _ratio(float(np.max(np.abs(model.coef - alpha - beta))) if alpha.size else 0.0, cmax),
+        "stationarity_M": relative_residual(float(np.linalg.norm(stat)), stat_scale),
+        "stationarity_xi": relative_residual(float(np.max(np.abs(model.coef - alpha - beta))) if alpha.size else 0.0, cmax),
     }
 
 
@@ -241,7 +241,7 @@ def vector_kkt(vm: VectorModel, w: np.ndarray) -> float:
     w = np.asarray(w, dtype=np.float64)
     g = vm.gradient(w)
     z = np.maximum(w - g, 0.0) if vm.nonneg else w - g
-    return _ratio(float(np.max(np.abs(w - z), initial=0.0)), _vector_terms_scale(vm, w, vm.multipliers(w)))
+    return relative_residual(float(np.max(np.abs(w - z), initial=0.0)), _vector_terms_scale(vm, w, vm.multipliers(w)))
 
 
 def vector_kkt_truth(form, sol) -> dict[str, float]:
@@ -262,10 +262,10 @@ def vector_kkt_truth(form, sol) -> dict[str, float]:
     nu = np.asarray(sol.duals["nonneg"], dtype=np.float64).reshape(-1) if vm.nonneg else np.zeros_like(w)
     scale = _vector_terms_scale(vm, w, lam, nu)
     box = np.maximum(np.maximum(-lam, lam - vm.coef), 0.0)
-    out = {"stationarity": _ratio(float(np.max(np.abs(w - vm.G.T @ lam - nu))), scale),
-           "dual_box": _ratio(float(np.max(box, initial=0.0)), float(np.max(vm.coef, initial=0.0)))}
+    out = {"stationarity": relative_residual(float(np.max(np.abs(w - vm.G.T @ lam - nu))), scale),
+           "dual_box": relative_residual(float(np.max(box, initial=0.0)), float(np.max(vm.coef, initial=0.0)))}
     if vm.nonneg:
-        out["primal_nonneg"] = _ratio(max(0.0, float(-np.min(w))), scale)
-        out["dual_nonneg"] = _ratio(max(0.0, float(-np.min(nu))), scale)
-        out["comp_nonneg"] = _ratio(float(np.max(np.abs(nu * w))), scale * scale)
+        out["primal_nonneg"] = relative_residual(max(0.0, float(-np.min(w))), scale)
+        out["dual_nonneg"] = relative_residual(max(0.0, float(-np.min(nu))), scale)
+        out["comp_nonneg"] = relative_residual(float(np.max(np.abs(nu * w))), scale * scale)
     return out

@@ -26,18 +26,11 @@ from formulations.boostmetric import build_boostmetric
 from solvers.boostmetric_cg import boostmetric_hinge_cg
 from solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 
+from ..kkt import relative_residual
 from ..registry import FastSolver, MethodSpec
 from ..tolerances import (GAP_BOOSTMETRIC_HINGE, GAP_BOOSTMETRIC_SMOOTH,
                           GAP_BOOSTMETRIC_STAGEWISE, KKT_FAST_BOOSTMETRIC, KKT_TRUTH_DUAL_WEIGHTS,
                           TRACE_ONE_TOL)
-
-
-def _rel(num, *scales) -> float:
-    """``num`` relative to the largest of the terms it balances (no floor at 1: scale-free)."""
-    denom = max(float(s) for s in scales)
-    if denom > 0:
-        return float(num) / denom
-    return 0.0 if float(num) == 0.0 else float("inf")
 
 
 def _build(inst):
@@ -81,9 +74,9 @@ def _kkt_truth(form, sol) -> dict:
     # Z balances the other stationarity terms (mu I or nu I, and sum_r y_r A_r): its residuals are
     # relative to their size (Z itself is ~0 when X* has full rank, so ||Z|| is no scale)
     nZ = max(float(np.linalg.norm(Z, 2)), float(np.linalg.norm(SA, 2)), other)
-    out = {"primal_psd": _rel(max(0.0, -np.linalg.eigvalsh(X)[0]), nX),
-           "dual_psd": _rel(max(0.0, -np.linalg.eigvalsh(Z)[0]), nZ),
-           "comp_psd": _rel(abs(float(np.vdot(Z, X))), nZ * float(np.linalg.norm(X, "nuc")))}
+    out = {"primal_psd": relative_residual(max(0.0, -np.linalg.eigvalsh(X)[0]), nX),
+           "dual_psd": relative_residual(max(0.0, -np.linalg.eigvalsh(Z)[0]), nZ),
+           "comp_psd": relative_residual(abs(float(np.vdot(Z, X))), nZ * float(np.linalg.norm(X, "nuc")))}
     if model.loss == "hinge":
         rho, xi = float(sol.aux["rho"]), sol.aux["xi"]
         slack = rho_X - rho + xi
@@ -92,21 +85,21 @@ def _kkt_truth(form, sol) -> dict:
         stat = min(np.linalg.norm(mu * np.eye(model.d) - SA - Z), np.linalg.norm(-mu * np.eye(model.d) - SA - Z))
         out.update({
             "primal_trace": abs(float(np.trace(X)) - 1.0),
-            "primal_margin": _rel(max(0.0, -float(np.min(slack))), np.max(np.abs(rho_X))),
-            "primal_slack": _rel(max(0.0, -float(np.min(xi))), np.max(np.abs(xi))),
-            "dual_alpha": _rel(max(0.0, -float(np.min(alpha))), model.nu),
-            "dual_beta": _rel(max(0.0, -float(np.min(beta))), model.nu),
-            "comp_margin": _rel(float(np.max(np.abs(alpha * slack))), model.nu),
-            "comp_slack": _rel(float(np.max(np.abs(beta * xi))), model.nu),
-            "stationarity_X": _rel(stat, np.linalg.norm(SA), np.linalg.norm(Z), abs(mu) * np.sqrt(model.d)),
+            "primal_margin": relative_residual(max(0.0, -float(np.min(slack))), np.max(np.abs(rho_X))),
+            "primal_slack": relative_residual(max(0.0, -float(np.min(xi))), np.max(np.abs(xi))),
+            "dual_alpha": relative_residual(max(0.0, -float(np.min(alpha))), model.nu),
+            "dual_beta": relative_residual(max(0.0, -float(np.min(beta))), model.nu),
+            "comp_margin": relative_residual(float(np.max(np.abs(alpha * slack))), model.nu),
+            "comp_slack": relative_residual(float(np.max(np.abs(beta * xi))), model.nu),
+            "stationarity_X": relative_residual(stat, np.linalg.norm(SA), np.linalg.norm(Z), abs(mu) * np.sqrt(model.d)),
             "stationarity_rho": abs(float(np.sum(alpha)) - 1.0),
-            "stationarity_xi": _rel(float(np.max(np.abs(model.nu - alpha - beta))), model.nu),
+            "stationarity_xi": relative_residual(float(np.max(np.abs(model.nu - alpha - beta))), model.nu),
         })
         return out
     G = model.nu * np.eye(model.d) - SA
     out.update({
-        "primal_margin": _rel(float(np.max(np.abs(sol.aux["rho"] - rho_X))), np.max(np.abs(rho_X))),
-        "stationarity_X": _rel(float(np.linalg.norm(G - Z)), np.linalg.norm(SA), np.linalg.norm(Z), model.nu),
+        "primal_margin": relative_residual(float(np.max(np.abs(sol.aux["rho"] - rho_X))), np.max(np.abs(rho_X))),
+        "stationarity_X": relative_residual(float(np.linalg.norm(G - Z)), np.linalg.norm(SA), np.linalg.norm(Z), model.nu),
     })
     return out
 
@@ -119,7 +112,7 @@ def _kkt_fast(form, point):
     u = model.weights(model.geometry.margins(X))
     G = model.nu * np.eye(model.d) - model.geometry.weighted_sum(u)
     r = np.linalg.norm(X - project_psd(X - G))
-    return _rel(r, np.linalg.norm(G), np.linalg.norm(X))
+    return relative_residual(r, np.linalg.norm(G), np.linalg.norm(X))
 
 
 def _truth_dual_weights(truth) -> float | None:
@@ -131,7 +124,7 @@ def _truth_dual_weights(truth) -> float | None:
     y = np.asarray(sol.duals["margin"], dtype=np.float64)
     y = y if float(np.sum(y)) >= 0 else -y  # cvxpy's sign of an equality dual
     u = model.weights(sol.aux["rho"])
-    return _rel(float(np.max(np.abs(y - u))), np.max(np.abs(u)))
+    return relative_residual(float(np.max(np.abs(y - u))), np.max(np.abs(u)))
 
 
 def _extra(form, inst, res, truth):

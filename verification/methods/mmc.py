@@ -31,17 +31,10 @@ from cvxmetric.mmc import MMCModel
 from formulations.mmc import build_mmc, build_mmc_max
 from solvers.mmc import solve_mmc
 
+from ..kkt import relative_residual
 from ..registry import FastSolver, MethodSpec
 from ..tolerances import (GAP_FIRST_ORDER, MMC_SCALE_IDENTITY_FAST_RTOL, MMC_TRUTH_RTOL,
                           MMC_SCALE_IDENTITY_RTOL)
-
-
-def _ratio(num: float, *scales: float) -> float:
-    """``num / max(scales)``, 0 for 0 / 0 (a residual of terms that are all zero)."""
-    num, den = float(num), max(float(s) for s in scales)
-    if num == 0.0:
-        return 0.0
-    return num / den if den > 0 else float("inf")
 
 
 def mmc_kkt_truth(form, sol) -> dict[str, float]:
@@ -60,13 +53,13 @@ def mmc_kkt_truth(form, sol) -> dict[str, float]:
     nM, nZ = float(np.linalg.norm(M_eq, 2)), float(np.linalg.norm(Z_eq, 2))
     stat = CS_eq - grad_eq - Z_eq
     return {
-        "primal_psd": _ratio(max(0.0, -float(np.linalg.eigvalsh(M_eq)[0])), nM),
+        "primal_psd": relative_residual(max(0.0, -float(np.linalg.eigvalsh(M_eq)[0])), nM),
         "primal_dissimilar": max(0.0, 1.0 - g),
-        "dual_nu": _ratio(max(0.0, -nu), abs(nu)),
-        "dual_psd": _ratio(max(0.0, -float(np.linalg.eigvalsh(Z_eq)[0])), nZ),
+        "dual_nu": relative_residual(max(0.0, -nu), abs(nu)),
+        "dual_psd": relative_residual(max(0.0, -float(np.linalg.eigvalsh(Z_eq)[0])), nZ),
         "comp_dissimilar": abs(g - 1.0) if nu != 0.0 else 0.0,
-        "comp_psd": _ratio(abs(float(np.vdot(Z_eq, M_eq))), nZ * nM),
-        "stationarity_M": _ratio(float(np.linalg.norm(stat)), np.linalg.norm(CS_eq), np.linalg.norm(grad_eq),
+        "comp_psd": relative_residual(abs(float(np.vdot(Z_eq, M_eq))), nZ * nM),
+        "stationarity_M": relative_residual(float(np.linalg.norm(stat)), np.linalg.norm(CS_eq), np.linalg.norm(grad_eq),
                                  np.linalg.norm(Z_eq)),
     }
 
