@@ -52,8 +52,8 @@ from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.generators import triplets_from_labels
 from cvxmetric.instances.boostmetric import HINGE_TAIL
 from cvxmetric.linalg import psd_factor
-from solvers.boostmetric_cg import boostmetric_hinge_cg
-from solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
+from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
+from cvxmetric.solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
                                            boostmetric_totally_corrective)
 
 #: The paper's table 1 (mean (std) 3-NN test error, %).

@@ -5,7 +5,7 @@ Set-up (thesis 3.4.1): :math:`x \sim U[0, 1)^{50}`, :math:`|\mathcal{X}| = 8000`
 labelled by :math:`D_T` (no noise) with :math:`\delta = 1`, validation and test sets of :math:`10^6`
 quadruplets each. Methods (all hinge losses with :math:`C_Q = 1`):
 
-* no regularization — :math:`\mu = \gamma = 0`, solved over :math:`M` (restarted PDHG, :mod:`solvers.pdhg`);
+* no regularization — :math:`\mu = \gamma = 0`, solved over :math:`M` (restarted PDHG, :mod:`cvxmetric.solvers.pdhg`);
 * subgradient over :math:`L` — :math:`M = L^\top L`, :math:`L \in \mathbb{R}^{e \times d}`, no regularizer;
 * trace — :math:`\gamma\,\mathrm{tr}\,M`, :math:`\gamma` chosen on the validation set (PDHG);
 * Fantope — :math:`\mu R(M)` with :math:`k = d - e`, :math:`\mu` chosen on validation; fast MM (PDHG inner solves);
@@ -28,17 +28,17 @@ import argparse
 import time
 import warnings
 
-import numpy as np
 
 from cvxmetric.datasets import synthetic_low_rank_metric
+from cvxmetric.evaluation import labelled_quadruplets, quadruplet_accuracy as accuracy, scaled_distance
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.fantope import fantope_model
-from cvxmetric.generators import quadruplets_from_metric, sample_quadruplet_indices
-from cvxmetric.linalg import numerical_rank, psd_factor
-from solvers.factor_subgradient import factor_subgradient
-from solvers.fantope_mm import fantope_mm
-from solvers.pdhg import pdhg
-from solvers.subgradient import projected_subgradient
+from cvxmetric.generators import quadruplets_from_metric
+from cvxmetric.linalg import numerical_rank
+from cvxmetric.solvers.factor_subgradient import factor_subgradient
+from cvxmetric.solvers.fantope_mm import fantope_mm
+from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.solvers.subgradient import projected_subgradient
 
 #: Eigenvalues above this fraction of lambda_max count in the reported rank. The subgradient
 #: iterates are PSD projections, so "zero" eigenvalues are exact zeros or tiny positive values
@@ -48,44 +48,9 @@ RANK_RTOL_TABLE = 1e-3
 #: Iteration caps per solve (inner solve for MM), keeping the whole grid under 10 minutes.
 MAX_ITER = 1500
 MM_MAX_OUTER = 4
-CHUNK = 100_000
 
 PAPER = {"no regularization": (89.3, 31, 1.07), "subgradient over L": (92.7, 10, 0.44),
          "trace": (95.1, 4, 0.38), "Fantope": (97.5, 10, 0.04), "Fantope + trace": (98.0, 10, 0.03)}
-
-
-def labelled_quadruplets(X, T, m: int, seed) -> tuple[np.ndarray, np.ndarray]:
-    """``m`` random quadruplets and the sign of D_T(k, l) - D_T(i, j) (ties dropped), in chunks."""
-    q = sample_quadruplet_indices(X.shape[0], m, seed)
-    sign = np.sign(quadruplet_scores(X, psd_factor(T), q))
-    keep = sign != 0
-    return q[keep], sign[keep]
-
-
-def quadruplet_scores(X, L, q) -> np.ndarray:
-    r""":math:`\|L(x_k - x_l)\|^2 - \|L(x_i - x_j)\|^2` for every quadruplet, in chunks of ``CHUNK``."""
-    out = np.empty(q.shape[0])
-    XL = X @ L.T  # (n, r): project the points once
-    for s in range(0, q.shape[0], CHUNK):
-        b = q[s:s + CHUNK]
-        u = XL[b[:, 0]] - XL[b[:, 1]]
-        v = XL[b[:, 2]] - XL[b[:, 3]]
-        out[s:s + CHUNK] = np.einsum("ij,ij->i", v, v) - np.einsum("ij,ij->i", u, u)
-    return out
-
-
-def accuracy(X, M, q, sign) -> float:
-    """Share of quadruplets ordered by D_M as by D_T (strictly)."""
-    L = psd_factor(M)
-    if L.shape[0] == 0:
-        return 0.0
-    return float(np.mean(np.sign(quadruplet_scores(X, L, q)) == sign))
-
-
-def scaled_distance(M, T) -> float:
-    r""":math:`\|M / \max|M| - T / \max|T|\|_F^2` (thesis: both rescaled to a largest element of 1)."""
-    Ms = M / np.max(np.abs(M)) if np.max(np.abs(M)) > 0 else M
-    return float(np.sum((Ms - T / np.max(np.abs(T))) ** 2))
 
 
 def run(*, n=8000, d=50, e=10, m_train=10_000, m_eval=1_000_000, seed=0, max_iter=MAX_ITER,
@@ -100,7 +65,7 @@ def run(*, n=8000, d=50, e=10, m_train=10_000, m_eval=1_000_000, seed=0, max_ite
 
     ``baseline_iters`` (default None: PDHG to the optimum) solves the no-regularization row by
     the projected subgradient method over M instead (as the thesis does, Alg. 1, start 0:
-    :func:`solvers.subgradient.projected_subgradient`), stopped after that many iterations. The
+    :func:`cvxmetric.solvers.subgradient.projected_subgradient`), stopped after that many iterations. The
     thesis gives neither its step nor its stopping threshold; stopped early (``120``), this row
     reaches the thesis' accuracy level, the likeliest cause of the gap (README, "why the
     baseline differs"); the regularized rows are unaffected.

@@ -33,7 +33,7 @@ import numpy as np
 
 from cvxmetric.instances import get_instance
 from cvxmetric.taxonomy import class_parents, synthetic_taxonomy, taxonomy_quadruplets
-from solvers.qwise import solve_qwise, solve_qwise_vector
+from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
 
 
 def stratified_half(y, rng):

@@ -30,10 +30,10 @@ from cvxmetric.certificates import relative_difference
 from cvxmetric.datasets import load_dataset
 from cvxmetric.instances.itml import itml_pairs
 from cvxmetric.itml import itml_model
-from formulations.itml import build_itml_problem
-from formulations.ladder import solve_certified
-from solvers.itml import bregman_itml
-from verification.tolerances import TRUTH_RTOL
+from cvxmetric.formulations.itml import build_itml_problem
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.solvers.itml import bregman_itml
+from cvxmetric.verification.tolerances import TRUTH_RTOL
 
 #: (label, data set, similar pairs, dissimilar pairs, gamma, metric-learn tolerances). The
 #: large case runs metric-learn at its default tolerance only: its fixed-order sweeps need

@@ -30,7 +30,7 @@ the 70 % and scored by 3-NN test error on the 30 %, next to the Euclidean metric
   our dissimilar weights are uniform, 1/|D|, which changes the value by a constant factor
   only). Our ``value_at`` of its raw M is shown too.
 
-Adding a method (e.g. ITML via ``solvers.itml``) means writing one ``<method>_rows(data)``
+Adding a method (e.g. ITML via ``cvxmetric.solvers.itml``) means writing one ``<method>_rows(data)``
 function returning rows with the keys of ``COLUMNS`` and registering it in ``SECTIONS``.
 """
 from __future__ import annotations
@@ -51,8 +51,8 @@ from cvxmetric.instances.mmc import mmc_pairs
 from cvxmetric.lmnn import ImpostorSearch
 from cvxmetric.linalg import psd_factor
 from cvxmetric.mmc import MMCModel
-from solvers.lmnn import solve_lmnn
-from solvers.mmc import solve_mmc
+from cvxmetric.solvers.lmnn import solve_lmnn
+from cvxmetric.solvers.mmc import solve_mmc
 
 from .peer import peer_available, run_peer
 

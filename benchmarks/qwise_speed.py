@@ -22,8 +22,8 @@ import time
 
 from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.instances import get_instance
-from formulations.qwise import build_qwise
-from solvers.qwise import solve_qwise
+from cvxmetric.formulations.qwise import build_qwise
+from cvxmetric.solvers.qwise import solve_qwise
 
 FAST = ("subgradient", "pdhg")
 INSTANCES = {1000: "syn-d50-m1000", 10000: "syn-d50-m10000"}

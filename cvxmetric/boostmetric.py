@@ -716,7 +716,7 @@ class BoostMetricCertifier:
     r"""Certified lower bounds of the three BoostMetric problems from dual weights :math:`u`.
 
     One instance per problem: it caches the exponential loss's anchor (below). The ground truth
-    (``formulations.boostmetric``, from Clarabel's duals) and every fast solver call it.
+    (``cvxmetric.formulations.boostmetric``, from Clarabel's duals) and every fast solver call it.
 
     Parameters
     ----------

@@ -22,8 +22,8 @@ and an integer :math:`1 \le k \le d`:
 and of its convex upper bound at :math:`W \in \mathbb{F}_k`,
 :math:`\hat\varphi(M; W) = \mu\langle W, M\rangle + \gamma\,\mathrm{tr}\,M + \ell(M) \ge \varphi(M)`, tight when
 :math:`W = W(M)`. The bound is a :class:`~cvxmetric.models.HingeModel` with :math:`R = \mu W + \gamma I`,
-read by both the cvxpy builder (``formulations.fantope``) and the fast solvers
-(``solvers.fantope_subgradient``, ``solvers.fantope_mm``).
+read by both the cvxpy builder (``cvxmetric.formulations.fantope``) and the fast solvers
+(``cvxmetric.solvers.fantope_subgradient``, ``cvxmetric.solvers.fantope_mm``).
 """
 from __future__ import annotations
 
@@ -207,7 +207,7 @@ class FantopeModel:
     def extra_term(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray) -> tuple[float, np.ndarray]:
         r"""``(mu R(M), mu W(M))`` from the eigendecomposition the PSD projection already did.
 
-        The ``extra`` hook of :func:`solvers.subgradient.projected_subgradient` (thesis alg. 2).
+        The ``extra`` hook of :func:`cvxmetric.solvers.subgradient.projected_subgradient` (thesis alg. 2).
         """
         R, W = fantope_terms_from_eig(lam, V, self.k)
         return self.mu * R, self.mu * W

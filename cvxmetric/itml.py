@@ -33,7 +33,7 @@ each slack term vanishes where the max/min switches):
 
 with :math:`s_c = +1` on :math:`\mathcal S` and :math:`-1` on :math:`\mathcal D`, so that
 :math:`\lambda_c(M) \ge 0` is exactly the KKT multiplier of constraint :math:`c` (see
-:mod:`formulations.itml`). :class:`ITMLModel` is the single numpy definition of :math:`F` read by
+:mod:`cvxmetric.formulations.itml`). :class:`ITMLModel` is the single numpy definition of :math:`F` read by
 the cvxpy formulation and the Bregman solver.
 
 Certificate: :meth:`ITMLModel.dual_bound` turns any multipliers into a lower bound on

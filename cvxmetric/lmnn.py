@@ -13,7 +13,7 @@ and hinge coefficients :math:`\mu` on the triplets.
 never forms it: :class:`ImpostorSearch` lists the triplets violated at a given :math:`M`
 (``margin + D_M(i, j) - D_M(i, l) > 0``) from a factor :math:`M = L^\top L`, chunk by chunk, and
 :func:`impostor_oracle` turns it into the constraint oracle of
-:func:`solvers.subgradient.projected_subgradient`.
+:func:`cvxmetric.solvers.subgradient.projected_subgradient`.
 """
 from __future__ import annotations
 
@@ -271,7 +271,7 @@ def too_many_triplets_message(search: ImpostorSearch, L: np.ndarray, count: int,
 
 
 def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MAX_WORKING_TRIPLETS):
-    r"""The constraint oracle of :func:`solvers.subgradient.projected_subgradient` for LMNN.
+    r"""The constraint oracle of :func:`cvxmetric.solvers.subgradient.projected_subgradient` for LMNN.
 
     Returns ``oracle(M, lam, V) -> (ConstraintSet, coef) | None``: every LMNN triplet violated
     at ``M`` (weight and coefficient ``mu``, margin ``search.margin``), in code order. The factor

@@ -310,7 +310,7 @@ def orml_model(X, pairs, relevant, *, session=None, k: int = 6, alpha: float = 1
     Notes
     -----
     The program of direction ``d`` (eq. 20) is given by :func:`direction_problem`; the pursuit is
-    :func:`solvers.orml.solve_orml`.
+    :func:`cvxmetric.solvers.orml.solve_orml`.
     """
     X = as_data_matrix(X, min_rows=2)
     n, dim = X.shape
@@ -358,7 +358,7 @@ def pursuit_bases(model: ORMLModel) -> list:
 
     Each :math:`u_d = V^{(d)} b^*` with :math:`b^*` from ``scipy.linalg.lstsq`` on eq. 20 (an
     orthogonal factorization, independent of the fast solver's Cholesky normal equations): the
-    problems the ground truth (:func:`formulations.orml.build_orml`) states for every direction.
+    problems the ground truth (:func:`cvxmetric.formulations.orml.build_orml`) states for every direction.
     """
     from scipy.linalg import lstsq
     U = np.zeros((model.d, model.r))

@@ -36,7 +36,7 @@ quadratically at the optimum. It is also the Lagrangian dual function at the los
 :math:`\alpha_c = c_c \ell_h'(s_c(\omega)) \in [0, c_c]` (exactly dual feasible, no repair needed): with
 :math:`\ell_h(s) = \max_{a \in [0, 1]} a(s + h) - h a^2`,
 :math:`D(\alpha) = \alpha^\top(\beta + h) - h\sum_c \alpha_c^2/c_c - \tfrac12\|\Pi_{\mathcal{C}}(G^\top\alpha)\|^2`, and
-:math:`F(\omega) - D(\alpha(\omega))` equals the gap above coordinate by coordinate. The fast solver (:mod:`solvers.newton`) and the ground truth
+:math:`F(\omega) - D(\alpha(\omega))` equals the gap above coordinate by coordinate. The fast solver (:mod:`cvxmetric.solvers.newton`) and the ground truth
 (``build_qwise_vector``'s ``dual_bound``, at the cvxpy point) use this one function.
 
 Exact rescaling (:meth:`VectorModel.scaled`): with :math:`\omega = \alpha u`, :math:`F(\alpha u) = \alpha^2 F_\alpha(u)` where :math:`F_\alpha` has rows :math:`\alpha g_c` and

@@ -1,5 +1,5 @@
 """cvxpy ground-truth formulations, one module per method (DESIGN §2, §5).
 
-Every builder returns a :class:`~formulations.base.Formulation`.
+Every builder returns a :class:`~cvxmetric.formulations.base.Formulation`.
 """
 from .base import Formulation, ReferenceSolution  # noqa: F401

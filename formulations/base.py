@@ -134,7 +134,7 @@ class Formulation:
     normalize : callable or None
         ``normalize() -> Normalization``: an equivalent, well-scaled twin of this problem (data and
         weights multiplied by scalars) whose points and values map back exactly. The solve ladder
-        (:mod:`formulations.ladder`) solves the twin first.
+        (:mod:`cvxmetric.formulations.ladder`) solves the twin first.
     """
 
     method: str
@@ -202,7 +202,7 @@ class Formulation:
         solve_time = min(float(solve_time), total)
         ok = status in OPTIMAL_STATUSES
         # Points and duals are kept whatever the status label says: the ladder certifies them by
-        # their own interval (formulations.ladder), so an "optimal_inaccurate" point can still be
+        # their own interval (cvxmetric.formulations.ladder), so an "optimal_inaccurate" point can still be
         # certified and an "optimal" one can still be rejected.
         point = None
         duals = {}

@@ -2,7 +2,7 @@ r"""BoostMetric in cvxpy (Shen et al. 2012; DESIGN §5.6): the hinge SDP, its re
 and the LP's dual, and the exponential- and logistic-loss problems.
 
 With :math:`\rho_r(X) = \langle A_r, X\rangle`, :math:`A_r = C_{ik} - C_{ij}` written as
-``A_svec @ svec(X)`` (see :mod:`formulations.hinge`), the problems are (minimisation convention:
+``A_svec @ svec(X)`` (see :mod:`cvxmetric.formulations.hinge`), the problems are (minimisation convention:
 the hinge problem's value is the negative of the paper's eq. 5):
 
 * ``hinge`` (eq. 5): :math:`\min_{X, \rho, \xi} -\rho + \nu 1^\top\xi` s.t. :math:`\rho_r(X) \ge \rho - \xi_r` ("margin"),
@@ -16,7 +16,7 @@ the hinge problem's value is the negative of the paper's eq. 5):
   ("margin", its multiplier is the weight vector u of eq. 13), :math:`X \succeq 0` ("psd");
 * ``logistic`` (eq. 19): :math:`\sum_r \log(1 + e^{-\rho_r}) + \nu\,\mathrm{tr}X`, same constraints.
 
-Certification (``formulations.ladder``): ``make_feasible`` projects a point onto the feasible set
+Certification (``cvxmetric.formulations.ladder``): ``make_feasible`` projects a point onto the feasible set
 (the PSD cone; for the hinge problem the trace-one slice, eigenvalues projected onto the
 simplex); ``dual_bound`` is :class:`cvxmetric.boostmetric.BoostMetricCertifier` applied to the
 "margin" multipliers (hinge: :math:`u \in U_\nu`; exp/logistic: the weights of eq. 13/20, and also

@@ -6,7 +6,7 @@ r"""Fantope regularization in cvxpy (thesis ch. 3, DESIGN §5.5): bound, LMO, MM
       \min_{M \succeq 0}\ \hat\varphi(M; W) = \mu\langle W, M\rangle + \gamma\,\mathrm{tr}\,M
       + \sum_q c_q [\delta_q + \langle M, C_{ij} - C_{kl}\rangle]_+ ,
 
-  stated by :func:`formulations.hinge.build_hinge_problem` (named constraints "psd", "hinge",
+  stated by :func:`cvxmetric.formulations.hinge.build_hinge_problem` (named constraints "psd", "hinge",
   "slack_nonneg"), so the hinge KKT checks apply unchanged;
 * :func:`build_fantope_lmo` — the linear minimisation oracle over the Fantope,
   :math:`\min_A \langle M, A\rangle` s.t. :math:`A \succeq 0` ("lower"), :math:`I - A \succeq 0` ("upper"),
@@ -19,7 +19,7 @@ r"""Fantope regularization in cvxpy (thesis ch. 3, DESIGN §5.5): bound, LMO, MM
   (convex: :math:`-R` is convex), :math:`\ge 0` iff :math:`F` is a supergradient on that set;
 * :func:`fantope_mm_reference` — the reference DC solver, majorization–minimization (thesis
   alg. 3): :math:`M^{n+1} \in \mathrm{argmin}_{M \succeq 0} \hat\varphi(M; W(M^n))`, one certified
-  solve per step (:func:`formulations.ladder.solve_certified`), stopped by the certified MM
+  solve per step (:func:`cvxmetric.formulations.ladder.solve_certified`), stopped by the certified MM
   fixed-point gap.
 """
 from __future__ import annotations
@@ -45,9 +45,9 @@ __all__ = ["build_fantope_bound", "build_fantope_lmo", "build_lmo_face_spread", 
 
 #: Tolerance of the reference MM's fixed-point gap rho(M) = relative_gap(phi(M), L), L the certified
 #: lower bound of the bound at W(M) (see :func:`fantope_mm_reference`): the harness' fixed-point
-#: tolerance (verification.tolerances.MM_FIXED_POINT_RTOL).
+#: tolerance (cvxmetric.verification.tolerances.MM_FIXED_POINT_RTOL).
 MM_TOL = 1e-5
-#: Relative width of the certified interval each MM step asks :func:`formulations.ladder.solve_certified`
+#: Relative width of the certified interval each MM step asks :func:`cvxmetric.formulations.ladder.solve_certified`
 #: for: rho(M^n) is that width plus the decrease left, so it must be below MM_TOL. Clarabel
 #: certifies ~1e-8 on the default instances at the first rung.
 MM_STEP_RTOL = 1e-6
@@ -270,7 +270,7 @@ def fantope_mm_reference(model: FantopeModel, *, W0=None, M0=None, max_iter: int
     tol : float
         Tolerance of the fixed-point gap :math:`\rho` (Notes).
     step_rtol : float
-        Width of the certified interval required of every step (:func:`formulations.ladder.solve_certified`).
+        Width of the certified interval required of every step (:func:`cvxmetric.formulations.ladder.solve_certified`).
     solver : None
         Kept for backward compatibility and ignored: the ladder chooses the solvers.
 
@@ -283,7 +283,7 @@ def fantope_mm_reference(model: FantopeModel, *, W0=None, M0=None, max_iter: int
     Notes
     -----
     Step n solves :math:`\min_{M \succeq 0} \hat\varphi(M; W^n)` by
-    :func:`formulations.ladder.solve_certified`: a certified interval :math:`[L_n, U_n]` (a dual
+    :func:`cvxmetric.formulations.ladder.solve_certified`: a certified interval :math:`[L_n, U_n]` (a dual
     bound repaired to exact feasibility, and the value of a PSD point) whatever the cvxpy status
     (``optimal_inaccurate`` on rank-deficient data is fine when the interval is tight). The next
     iterate is that PSD point, so :math:`\varphi(M^{n+1}) \le U_n` exactly, and
@@ -295,7 +295,7 @@ def fantope_mm_reference(model: FantopeModel, *, W0=None, M0=None, max_iter: int
     .. math:: \rho(M^n) = \frac{\varphi(M^n) - L_n}{\max(|\varphi(M^n)|, |L_n|)} \le \text{tol},
 
     which is 0 iff :math:`M^n` minimises its own majorizer: a critical point of the DC objective
-    (the measure of :func:`solvers.fantope_mm.fantope_mm`). The run returns that :math:`M^n`.
+    (the measure of :func:`cvxmetric.solvers.fantope_mm.fantope_mm`). The run returns that :math:`M^n`.
     """
     if not isinstance(model, FantopeModel):
         raise TypeError(f"model must be a FantopeModel; got {type(model).__name__}")

@@ -12,7 +12,7 @@ off-diagonal coefficients doubled), which cvxpy compiles markedly faster than th
 :math:`d \times d` form. The duals of "hinge" are the hinge multipliers
 :math:`\alpha_c \in [0, c_c]`, the dual of "psd" is the matrix :math:`Z \succeq 0`.
 
-Certification hooks (``formulations.ladder``):
+Certification hooks (``cvxmetric.formulations.ladder``):
 
 * ``dual_bound(solution)`` — :meth:`cvxmetric.models.HingeModel.dual_bound` of the "hinge" duals
   (clipped into :math:`[0, c]`, repaired to exact dual feasibility there), with the objective of

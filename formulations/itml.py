@@ -15,7 +15,7 @@ subject to the named constraints
 
 ``log_det`` and ``log`` make it an exponential-cone (plus one PSD cone) program, solved by
 Clarabel and SCS; the domain of ``log_det`` keeps :math:`M \succ 0` (no separate PSD constraint).
-Each :math:`\langle M, C_c\rangle` is ``a_c @ svec(M)`` as in :mod:`formulations.hinge`.
+Each :math:`\langle M, C_c\rangle` is ``a_c @ svec(M)`` as in :mod:`cvxmetric.formulations.hinge`.
 
 KKT conditions (derivation). With :math:`s_c = +1` on :math:`\mathcal S` and :math:`-1` on
 :math:`\mathcal D` both constraint families read :math:`s_c(\langle M, C_c\rangle - \xi_c) \le 0`; the
@@ -34,9 +34,9 @@ and since the optimum is interior to the domain (:math:`M \succ 0`, :math:`\xi >
 * stationarity in :math:`\xi`: :math:`\gamma_c(1/\xi^0_c - 1/\xi_c) - s_c\lambda_c = 0`.
 
 :func:`itml_kkt_truth` evaluates these from a solve's duals; the Bregman solver keeps both
-stationarity conditions as invariants (:mod:`solvers.itml`).
+stationarity conditions as invariants (:mod:`cvxmetric.solvers.itml`).
 
-Certification hooks (:mod:`formulations.ladder`):
+Certification hooks (:mod:`cvxmetric.formulations.ladder`):
 
 * ``dual_bound``: :meth:`cvxmetric.itml.ITMLModel.dual_bound` of the duals of ``"similar"`` and
   ``"dissimilar"`` (the Lagrange dual function at the multipliers repaired to exact dual
@@ -72,7 +72,7 @@ from .hinge import svec_expr, svec_weights
 __all__ = ["build_itml", "build_itml_problem", "itml_kkt_truth", "ITML_SOLVER_OPTIONS",
            "PD_FLOOR_RTOL"]
 
-#: Per-solver overrides for ITML (on top of ``formulations.base.SOLVER_OPTIONS``). Measured on
+#: Per-solver overrides for ITML (on top of ``cvxmetric.formulations.base.SOLVER_OPTIONS``). Measured on
 #: wine (300 pairs): at Clarabel's project default 1e-7 the reported optimum of this
 #: exponential-cone program is 1.2e-6 (relative) above the value of its own point with the
 #: closed-form slack, which would fail the gap check's negative slack (1e-6) for an exact fast

@@ -45,7 +45,7 @@ class Rung:
     normalized: bool = True
 
 
-#: The ladder (see the module docstring). Options add to ``formulations.base.SOLVER_OPTIONS``.
+#: The ladder (see the module docstring). Options add to ``cvxmetric.formulations.base.SOLVER_OPTIONS``.
 LADDER = (
     Rung("normalized/clarabel", "CLARABEL"),
     Rung("normalized/scs", "SCS", {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 500_000}),

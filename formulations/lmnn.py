@@ -8,7 +8,7 @@ r"""LMNN in cvxpy (Weinberger & Saul 2009; thesis eq. 1.5; DESIGN §5.2).
 every :math:`(i, j, l)` with :math:`(i, j) \in S` and :math:`y_l \ne y_i`. :math:`\mu = 1/2` is the
 thesis' eq. 1.5 up to a factor 2. The full triplet set is materialised, so this is for small
 data (the instances keep :math:`|T| \le 2000`). The statement is
-:func:`formulations.hinge.build_hinge_problem` of :func:`cvxmetric.lmnn.lmnn_model`, the same
+:func:`cvxmetric.formulations.hinge.build_hinge_problem` of :func:`cvxmetric.lmnn.lmnn_model`, the same
 model the fast solver reads.
 """
 from __future__ import annotations

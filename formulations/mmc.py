@@ -11,7 +11,7 @@ DCP-valid: a sum of ``sqrt`` of affine expressions is concave. Max form (the fas
           \qquad (\text{"similar"},\ \text{"psd"}),
 
 with :math:`p^*_{\min} = 1 / (p^*_{\max})^2`. Every :math:`\langle M, C_p\rangle` is
-``A_svec @ svec(M)`` as in :mod:`formulations.hinge`.
+``A_svec @ svec(M)`` as in :mod:`cvxmetric.formulations.hinge`.
 
 ``value_at(M)`` of the min form is :math:`f(M) / \min(1, g(M))^2`: the objective at a feasible M,
 and at an infeasible one the objective at its smallest feasible rescaling :math:`M / g(M)^2`
@@ -19,7 +19,7 @@ and at an infeasible one the objective at its smallest feasible rescaling :math:
 cvxpy expressions; the combination is :func:`cvxmetric.mmc.min_form_value`, shared with the fast
 solver.
 
-Certification hooks of the min form (:mod:`formulations.ladder`):
+Certification hooks of the min form (:mod:`cvxmetric.formulations.ladder`):
 
 * ``make_feasible`` = :meth:`cvxmetric.mmc.MMCModel.make_feasible`: the PSD part of the point
   rescaled to make the constraint tight, :math:`P / g(P)^2`. Hence ``value_at(feasible_point(M))``
@@ -37,7 +37,7 @@ Certification hooks of the min form (:mod:`formulations.ladder`):
   the same problem: a twin point P maps back to :math:`M = b^2 F^{-1} P F^{-1}` and
   ``value_at(M) = (b^2/a) * twin.value_at(P)``.
 
-The fast solver's certificate (:mod:`solvers.mmc`) is the same function, so ground truth and
+The fast solver's certificate (:mod:`cvxmetric.solvers.mmc`) is the same function, so ground truth and
 fast solver are held to one bound.
 """
 from __future__ import annotations

@@ -22,7 +22,7 @@ its minimiser is every direction's minimiser. With the residual as its own varia
 
 ``G = blockdiag(G_d)``.
 
-Certification hooks (:mod:`formulations.ladder`):
+Certification hooks (:mod:`cvxmetric.formulations.ladder`):
 
 * ``make_feasible``: the identity (no constraint on ``w``).
 * ``dual_bound``: for any :math:`\nu` with :math:`G^T\nu = 0` the Lagrangian dual function is

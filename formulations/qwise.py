@@ -8,7 +8,7 @@ Full matrix (thesis eq. 2.7, DESIGN §5.4):
 
 :math:`\Omega \in \{\mathrm{tr} M,\ \tfrac12\|M\|_F^2,\ \langle M, \sum_S C_p\rangle\}`. Pairs are
 quadruplets with a repeated index (:class:`~cvxmetric.constraints.ConstraintSet`), so all terms
-are one hinge sum; the statement itself is :func:`formulations.hinge.build_hinge_problem`.
+are one hinge sum; the statement itself is :func:`cvxmetric.formulations.hinge.build_hinge_problem`.
 
 Vector model (thesis eq. 2.10 / B.2): see :mod:`cvxmetric.vector_model`. Each Huber-smoothed
 hinge :math:`\ell_h(s) = \min_v [v]_+ + (s + h - v)^2/(4h)` gets one auxiliary :math:`v_c` and
@@ -69,7 +69,7 @@ def _huber(s: cp.Expression, h: float) -> cp.Expression:
 def build_vector_problem(vm: VectorModel, *, method: str = "qwise_vector") -> Formulation:
     r"""cvxpy statement of a :class:`~cvxmetric.vector_model.VectorModel` (see module docstring).
 
-    Certification hooks (:mod:`formulations.ladder`):
+    Certification hooks (:mod:`cvxmetric.formulations.ladder`):
 
     * ``make_feasible``: :math:`\Pi_{\mathcal{C}}` (clip at 0 for the diagonal model);
     * ``dual_bound``: the larger of two certified bounds computed in numpy (module

@@ -11,7 +11,7 @@ with :math:`G = \sum_{\text{violated}} c_c A_c`; the constraint values are compu
 and the rank can never exceed ``rank``; the problem is not convex, so the result depends on the
 (seeded) start and is a local solution at best. Step rule: normalized steps
 :math:`\eta_t = \eta_0 / \sqrt t` relative to :math:`\|L\|_F`, in epochs of doubling length restarted from
-the best point (as :func:`solvers.subgradient.projected_subgradient`).
+the best point (as :func:`cvxmetric.solvers.subgradient.projected_subgradient`).
 
 Certificate and stopping rule (``measure="certified_gap"``)
 ------------------------------------------------------------
@@ -61,13 +61,13 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
     seed : None, int or Generator
         Randomness of the default start.
     max_iter, tol, step_scale, first_epoch, time_limit, certify_every
-        As in :func:`solvers.subgradient.projected_subgradient` (steps relative to :math:`\|L\|_F`;
+        As in :func:`cvxmetric.solvers.subgradient.projected_subgradient` (steps relative to :math:`\|L\|_F`;
         ``tol`` is the certified relative gap, module docstring).
 
     Returns
     -------
     SolverResult
-        Built by :func:`solvers.result.make_result`: ``M = L.T @ L`` of the best point,
+        Built by :func:`cvxmetric.solvers.result.make_result`: ``M = L.T @ L`` of the best point,
         ``objective`` :math:`f(M)`, ``lower_bound`` / ``certified_gap`` / ``multipliers`` (module
         docstring), ``history`` per iteration, ``info["L"]``.
     """

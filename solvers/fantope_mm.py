@@ -2,7 +2,7 @@ r"""Fast majorization–minimization for Fantope regularization (thesis alg. 3, 
 
 Outer loop: :math:`W^n = W(M^n)` (a supergradient of :math:`R` at :math:`M^n`); inner: minimise the convex
 bound :math:`\hat\varphi(M; W^n) = \mu\langle W^n, M\rangle + \gamma\,\mathrm{tr}\,M + \ell(M)` over
-:math:`M \succeq 0` with :func:`solvers.pdhg.pdhg` (default) or the projected subgradient engine,
+:math:`M \succeq 0` with :func:`cvxmetric.solvers.pdhg.pdhg` (default) or the projected subgradient engine,
 warm-started at :math:`M^n` (and, for PDHG, at the previous multipliers).
 
 The warm start is kept whenever the inner solve does not improve on it, so
@@ -25,7 +25,7 @@ hinge dual bound at the inner solver's multipliers, repaired to exact dual feasi
 decrease one more *exact* MM step could achieve, and :math:`\rho(M^n) = 0` iff :math:`M^n` minimises
 its own majorizer: :math:`0 \in \gamma I + \mu W(M^n) + \partial\ell(M^n) + N_{\mathbb{S}_+}(M^n)`, the
 critical-point condition of the DC program (the same measure as alg. 2's,
-:func:`solvers.fantope_subgradient.majorizer_residual` with :math:`W = W(M)`). It is scale-invariant
+:func:`cvxmetric.solvers.fantope_subgradient.majorizer_residual` with :math:`W = W(M)`). It is scale-invariant
 (weights times :math:`c`, data times :math:`s`) and it uses nothing of the stopping heuristics: a
 lower bound of a convex problem and the objective at a PSD point. Every inner solve of the
 bound at :math:`W(M^n)` is thus also the certificate of :math:`M^n`; the loop stops as soon as
@@ -58,7 +58,7 @@ __all__ = ["fantope_mm", "MM_TOL", "MM_MAX_OUTER", "INNER_SOLVERS", "INNER_TOL_F
 INNER_SOLVERS = {"subgradient": projected_subgradient, "pdhg": pdhg}
 
 #: Tolerance of the MM fixed-point gap rho (module docstring): a tenth of the harness' gap for
-#: the fast MM (verification.tolerances.FANTOPE_MM_GAP = 1e-3). Measured on the default
+#: the fast MM (cvxmetric.verification.tolerances.FANTOPE_MM_GAP = 1e-3). Measured on the default
 #: instances: reached in 3-8 outer steps with PDHG inner solves.
 MM_TOL = 1e-4
 #: Outer iteration limit.
@@ -92,7 +92,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     W0 : array_like, shape (d, d), optional
         First bound point in :math:`\mathbb{F}_k`; default :math:`W(M_0)` when ``M0`` is given, else the
         barycentre :math:`(k/d) I` (the same convention as
-        :func:`formulations.fantope.fantope_mm_reference`).
+        :func:`cvxmetric.formulations.fantope.fantope_mm_reference`).
     M0 : array_like, shape (d, d), optional
         PSD start; also the warm start of the first inner solve (default 0).
     max_outer : int
@@ -100,8 +100,8 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     tol : float
         Tolerance of the MM fixed-point gap :math:`\rho` (module docstring).
     inner : {"pdhg", "subgradient"}
-        Inner solver of the bound: :func:`solvers.pdhg.pdhg` (default: restarted PDHG) or
-        :func:`solvers.subgradient.projected_subgradient` (thesis alg. 1).
+        Inner solver of the bound: :func:`cvxmetric.solvers.pdhg.pdhg` (default: restarted PDHG) or
+        :func:`cvxmetric.solvers.subgradient.projected_subgradient` (thesis alg. 1).
     inner_options : dict, optional
         Options of the inner solver for every inner solve (default ``tol`` =
         ``INNER_TOL_FRACTION * tol``, and for PDHG ``certificate_tol`` the same).
@@ -111,7 +111,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     Returns
     -------
     SolverResult
-        Built by :func:`solvers.result.make_result` with ``measure="kkt_residual"``:
+        Built by :func:`cvxmetric.solvers.result.make_result` with ``measure="kkt_residual"``:
         ``measure_value`` = :math:`\rho(M)` of the returned ``M`` (the last iterate whose bound
         was solved; ``inf`` when none was), ``objective`` :math:`\varphi(M)`, ``lower_bound`` None
         (no bound on the global minimum), ``multipliers`` the inner multipliers of :math:`L`,

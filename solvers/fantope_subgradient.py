@@ -6,7 +6,7 @@ Each iteration steps along :math:`\gamma I + \mu W(M^n) + G_{\text{hinge}}(M^n)`
 trace term) and projects onto :math:`\mathbb{S}^d_+`. :math:`W(M^n)` — a supergradient of :math:`R`, the
 gradient when the eigengap is positive — is read from the eigendecomposition the projection
 already computed (:meth:`cvxmetric.fantope.FantopeModel.extra_term`), so the Fantope term costs no
-extra ``eigh``. The engine is :func:`solvers.subgradient.projected_subgradient` (incremental
+extra ``eigh``. The engine is :func:`cvxmetric.solvers.subgradient.projected_subgradient` (incremental
 subgradient, active set, epoch steps, best point kept).
 
 Optimality measure (``measure="kkt_residual"``)
@@ -28,7 +28,7 @@ two non-negative terms up to the second's slack: :math:`\rho(M; W) = 0` iff :mat
 :math:`R` at :math:`M` — the critical-point condition of the DC program (with a zero eigengap any
 :math:`W` of the superdifferential face qualifies). The measure of a point is
 :math:`\min \rho(M; W)` over two candidates: :math:`W(M)` (for which :math:`\rho` is the MM
-fixed-point gap of :mod:`solvers.fantope_mm`: the decrease one exact MM step could still
+fixed-point gap of :mod:`cvxmetric.solvers.fantope_mm`: the decrease one exact MM step could still
 achieve, relative) and :math:`\bar W`, the engine's ergodic average of the supergradients it
 stepped along, with the ergodic hinge multipliers :math:`\bar y` of the same iterations (the
 engine's identity :math:`\gamma I + \mu\bar W + K^*\bar y \succeq -O(1/\sqrt T)` makes this pair
@@ -82,7 +82,7 @@ def fantope_subgradient(model: FantopeModel, *, M0=None, **options) -> SolverRes
         PSD start (default 0; there :math:`W(0)` is LAPACK's arbitrary projector, a valid
         supergradient since every projector is one at 0).
     **options
-        Passed to :func:`solvers.subgradient.projected_subgradient` (``max_iter``, ``tol`` — the
+        Passed to :func:`cvxmetric.solvers.subgradient.projected_subgradient` (``max_iter``, ``tol`` — the
         tolerance of the majorizer gap :math:`\rho` —, ``time_limit``, ...).
 
     Returns

@@ -51,7 +51,7 @@ iterate (an upper bound) and the Lagrange dual bound of the solver's own multipl
 to exact dual feasibility (:meth:`cvxmetric.itml.ITMLModel.dual_bound`), give an interval on the
 optimum; the solver stops when its :func:`~cvxmetric.certificates.relative_gap` is at most
 ``tol``, and ``converged`` is that gap recomputed at the returned :math:`M`
-(:func:`solvers.result.make_result`). The gap is invariant under :math:`X \to sX` (bounds times
+(:func:`cvxmetric.solvers.result.make_result`). The gap is invariant under :math:`X \to sX` (bounds times
 :math:`s^2`), under the prior's congruence and under scaling the objective, so no scale or
 conditioning can make an unfinished run look converged — unlike the old residual divided by
 :math:`\|M_0^{-1}\|_F`, which reported convergence 114 % off with a prior of condition 1e11. A run

@@ -5,7 +5,7 @@ r"""Fast LMNN (DESIGN §5.2): the projected subgradient engine with impostors fo
     + \mu \sum_{(i, j, l) \in T} [\text{margin} + \langle M, C_{ij} - C_{il}\rangle]_+ .
 
 The model is a :class:`~cvxmetric.models.HingeModel` (the "pull" linear term and weight
-:math:`\mu` on triplets) and the solver is :func:`solvers.subgradient.projected_subgradient`;
+:math:`\mu` on triplets) and the solver is :func:`cvxmetric.solvers.subgradient.projected_subgradient`;
 nothing here is a second engine. With ``impostors="search"`` (default) the triplet set is never
 materialised: the engine starts with no triplets and its constraint oracle
 (:func:`cvxmetric.lmnn.impostor_oracle`) adds every triplet violated at the current metric at
@@ -14,7 +14,7 @@ the returned M finds no violated triplet outside the working set: ``info["certif
 ``impostors="materialised"`` runs the engine on the full triplet set (small data).
 
 ``method="pdhg"`` is constraint generation around the restarted PDHG solver
-(:func:`solvers.pdhg.pdhg`): a working set :math:`W` of triplets (start: those violated, or
+(:func:`cvxmetric.solvers.pdhg.pdhg`): a working set :math:`W` of triplets (start: those violated, or
 within ``ws_slack * margin`` of violation, at ``M0``) defines the restricted model (the same
 pull term, hinge terms on :math:`W` only), PDHG solves it warm-started from the previous
 :math:`(M, y)` (new multipliers start at 0), and :class:`~cvxmetric.lmnn.ImpostorSearch` at the
@@ -108,14 +108,14 @@ def solve_lmnn(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0, impost
     max_triplets : int
         Bound on the working set of the search mode.
     **options
-        ``method="subgradient"``: passed to :func:`solvers.subgradient.projected_subgradient`
+        ``method="subgradient"``: passed to :func:`cvxmetric.solvers.subgradient.projected_subgradient`
         (``max_iter``, ``tol``, ``recheck_every``, ...). ``method="pdhg"``: ``ws_slack``
         (default ``WS_SLACK``), ``max_rounds`` (default ``MAX_ROUNDS``), ``round_iter`` (PDHG
         iterations per round, doubled after a round that found no violated triplet outside W;
         default ``ROUND_ITER``), ``max_add`` (cap on the triplets added per round, at least |W|;
         default ``MAX_ADD``, 0: no cap), ``callback``
         (``callback(round, M, objective over all triplets)`` after every round) and the rest
-        passed to every :func:`solvers.pdhg.pdhg` call (``tol``, ``max_iter`` per round, ...).
+        passed to every :func:`cvxmetric.solvers.pdhg.pdhg` call (``tol``, ``max_iter`` per round, ...).
 
     Returns
     -------
@@ -252,7 +252,7 @@ def _constraint_generation(search: ImpostorSearch, mu: float, M0: np.ndarray, ma
     else:
         stop_reason = res.status if res.status != "converged" else "not_certified"
     measure, measure_value, measure_tol = "certified_gap", None, certificate_tol
-    if res.measure == "kkt_residual":   # no dual bound for the restricted problem (see solvers.pdhg)
+    if res.measure == "kkt_residual":   # no dual bound for the restricted problem (see cvxmetric.solvers.pdhg)
         measure, measure_value, measure_tol = "kkt_residual", (res.measure_value if outside == 0 else np.inf), tol
     return make_result("lmnn-pdhg", objective=objective, measure=measure, tol=measure_tol,
                        stop_reason=stop_reason, M=M, measure_value=measure_value, lower_bound=lb,

@@ -56,7 +56,7 @@ def solve_orml(model: ORMLModel, *, tol: float = ORML_TOL):
     -------
     SolverResult
         ``w``: the coefficients ``b_1, ..., b_r`` stacked (length r(r+1)/2, the point of
-        :func:`formulations.orml.build_orml`); ``info["U"]``: the directions (d, r);
+        :func:`cvxmetric.formulations.orml.build_orml`); ``info["U"]``: the directions (d, r);
         ``info["A"] = U U^T``; ``info["direction_values"]``, ``info["direction_lower"]``,
         ``info["direction_gaps"]``; ``multipliers``: the repaired duals stacked.
 

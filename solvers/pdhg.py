@@ -112,7 +112,7 @@ __all__ = ["pdhg", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE
 DEFAULT_TOL = 1e-4
 #: The certified relative gap a result is held to (``converged``) where a certificate exists, and
 #: required before the residual test may stop the method: the harness' first-order gap threshold
-#: (verification.tolerances.GAP_FIRST_ORDER). Measured: syn-d50-m10000 certifies 8.5e-4 after
+#: (cvxmetric.verification.tolerances.GAP_FIRST_ORDER). Measured: syn-d50-m10000 certifies 8.5e-4 after
 #: 304 iterations; digits' LMNN (constraint generation) 1.0e-2 after 1,856.
 DEFAULT_CERTIFICATE_TOL = 1e-3
 #: Iterations between two restart/termination checks (cuPDLP uses 64; our checks are cheap: a few
@@ -251,7 +251,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     Returns
     -------
     SolverResult
-        Built by :func:`solvers.result.make_result`. With a certificate: ``measure ==
+        Built by :func:`cvxmetric.solvers.result.make_result`. With a certificate: ``measure ==
         "certified_gap"`` (held to ``certificate_tol``), ``M`` the PSD point with the lowest
         objective among the scored points, ``lower_bound`` the best bound, ``multipliers`` its
         hinge multipliers (shape (m,), in :math:`[0, c]`). Without one: ``measure ==
@@ -268,7 +268,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     Notes
     -----
     The program, the algorithm, the stopping rule and the certificates are in the module
-    docstring (:mod:`solvers.pdhg`).
+    docstring (:mod:`cvxmetric.solvers.pdhg`).
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")

@@ -27,10 +27,10 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
                 **options) -> SolverResult:
     """Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
 
-    Model parameters as in :func:`formulations.qwise.build_qwise`. ``method="subgradient"``
-    (thesis alg. 1) passes ``options`` to :func:`solvers.subgradient.projected_subgradient`
+    Model parameters as in :func:`cvxmetric.formulations.qwise.build_qwise`. ``method="subgradient"``
+    (thesis alg. 1) passes ``options`` to :func:`cvxmetric.solvers.subgradient.projected_subgradient`
     (``max_iter``, ``tol`` — the certified relative gap it stops at —, ``active_set``, ...);
-    ``method="pdhg"`` to :func:`solvers.pdhg.pdhg` (``max_iter``, ``tol``, ``certificate_tol``,
+    ``method="pdhg"`` to :func:`cvxmetric.solvers.pdhg.pdhg` (``max_iter``, ``tol``, ``certificate_tol``,
     ``time_limit``, ``M0``, ``y0``, ...). Both results carry the hinge ``multipliers`` and, where the
     model has one, a certified ``lower_bound`` (``measure == "certified_gap"``; PDHG otherwise a
     relative ``"kkt_residual"``).

@@ -57,14 +57,14 @@ most :math:`\|M_{\text{start}} - M_{\text{end}}\|_2 / \sum_t w_t = O(1/\sqrt{T})
 repairs the rest. The bound is evaluated every ``certify_every`` iterations and at the end of
 every epoch; the best bound seen is kept (every one is a valid lower bound). ``converged`` is
 :func:`cvxmetric.certificates.relative_gap` (best objective, best bound) ``<= tol``, built by
-:func:`solvers.result.make_result` with ``measure="certified_gap"``. Where no dual bound exists
+:func:`cvxmetric.solvers.result.make_result` with ``measure="certified_gap"``. Where no dual bound exists
 (``q = 0`` and a singular linear term whose repair fails) the method runs to its limits and
 returns ``converged=False`` with a :class:`~cvxmetric.exceptions.ConvergenceWarning`.
 
 With an extra term (a non-convex objective) no bound on the optimum exists; the caller passes
 ``stationarity``: a relative stationarity residual of the best point computed from the same
 ergodic averages (of the multipliers and of the extra term's gradients; the Fantope alg. 2 uses
-the gap of a convex majorizer, see :mod:`solvers.fantope_subgradient`). It is re-evaluated for
+the gap of a convex majorizer, see :mod:`cvxmetric.solvers.fantope_subgradient`). It is re-evaluated for
 the current best point and the result's measure is ``"kkt_residual"``.
 
 Implicit constraint sets
@@ -110,7 +110,7 @@ STEP_SCALE = 0.25
 #: Length of the first epoch; later epochs double.
 FIRST_EPOCH = 100
 #: Certified relative gap at which the method stops: half the harness' first-order gap
-#: threshold (verification.tolerances.GAP_FIRST_ORDER = 1e-3), about the accuracy the old
+#: threshold (cvxmetric.verification.tolerances.GAP_FIRST_ORDER = 1e-3), about the accuracy the old
 #: heuristic rule reached (it stopped near 3e-4), now proved. Measured: 300-18,000 iterations
 #: on the default Qwise, LMNN and Fantope-bound instances; every factor 10 below costs ~10-50x
 #: more (an O(1/sqrt(T)) method).
@@ -232,7 +232,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
     Returns
     -------
     SolverResult
-        Built by :func:`solvers.result.make_result`: ``M`` the best point found, ``objective``
+        Built by :func:`cvxmetric.solvers.result.make_result`: ``M`` the best point found, ``objective``
         its full objective, ``lower_bound`` the best certified bound (convex case),
         ``certified_gap``, ``multipliers`` the ergodic hinge multipliers of that bound (rows of
         ``info["certificate_model"]``); ``history`` the objective at each iterate (over the

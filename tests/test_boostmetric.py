@@ -15,10 +15,10 @@ from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.generators import triplets_from_labels
 from cvxmetric.instances.boostmetric import boostmetric_instance
 from cvxmetric.linalg import random_psd
-from formulations.boostmetric import build_boostmetric, build_master_dual_lp, build_master_lp
-from formulations.ladder import solve_certified
-from solvers.boostmetric_cg import boostmetric_hinge_cg, solve_master_lp
-from solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
+from cvxmetric.formulations.boostmetric import build_boostmetric, build_master_dual_lp, build_master_lp
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg, solve_master_lp
+from cvxmetric.solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
                                            boostmetric_totally_corrective, line_search_weight)
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from cvxmetric.certificates import Bounds, relative_difference, relative_gap
 from cvxmetric.exceptions import ConvergenceWarning
-from solvers.result import make_result
+from cvxmetric.solvers.result import make_result
 
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 
@@ -71,8 +71,8 @@ def test_ladder_certifies_by_interval_and_climbs_on_failure():
     """A formulation with a correct certificate is certified at the first rung; one whose first
     rung is sabotaged (its solver errors) climbs to the next rung instead of failing."""
     from cvxmetric.instances import get_instance
-    from formulations.ladder import LADDER, Rung, solve_certified
-    from verification.registry import get_spec
+    from cvxmetric.formulations.ladder import LADDER, Rung, solve_certified
+    from cvxmetric.verification.registry import get_spec
 
     inst = get_instance("qwise", "syn-d5")
     form = get_spec("qwise").build(inst)

@@ -8,7 +8,7 @@ from cvxmetric.constraints import ConstraintSet
 from cvxmetric.fantope import (eigengap, fantope_center, fantope_model, fantope_projector, fantope_regularizer,
                                fantope_terms_from_eig, fantope_violation, in_fantope, sum_smallest_eigenvalues)
 from cvxmetric.linalg import project_psd, random_psd
-from verification.fantope_checks import random_orthogonal, top_projector
+from cvxmetric.verification.fantope_checks import random_orthogonal, top_projector
 
 
 def sym(d, seed):

@@ -12,12 +12,12 @@ from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.fantope import fantope_model, fantope_projector
 from cvxmetric.instances.fantope import synthetic_fantope
-from formulations.fantope import build_fantope_bound, fantope_mm_reference
-from formulations.ladder import solve_certified
-from solvers.factor_subgradient import factor_subgradient
-from solvers.fantope_mm import fantope_mm
-from solvers.fantope_subgradient import fantope_subgradient
-from solvers.subgradient import projected_subgradient
+from cvxmetric.formulations.fantope import build_fantope_bound, fantope_mm_reference
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.solvers.factor_subgradient import factor_subgradient
+from cvxmetric.solvers.fantope_mm import fantope_mm
+from cvxmetric.solvers.fantope_subgradient import fantope_subgradient
+from cvxmetric.solvers.subgradient import projected_subgradient
 
 #: Slack for comparing certified numbers computed by different solvers (round-off and the ladder's
 #: own interval width, 1e-7 here).
@@ -179,8 +179,8 @@ def test_property_converged_implies_certified(seed, d, m, log_scale, log_weight)
 # ----------------------------------------------------------------------------- never raises
 def test_failed_sdps_become_failed_checks_with_reasons(monkeypatch):
     """A solver failure in any theorem SDP or in the reference MM: rows with reasons, no traceback."""
-    import verification.fantope_checks as fc
-    from verification.methods import fantope as spec
+    import cvxmetric.verification.fantope_checks as fc
+    from cvxmetric.verification.methods import fantope as spec
 
     def broken(*args, **kwargs):
         raise fc.CheckFailure("simulated: CLARABEL ended with status 'infeasible'")

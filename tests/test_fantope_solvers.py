@@ -11,13 +11,13 @@ from cvxmetric.fantope import fantope_center, fantope_model, fantope_projector
 from cvxmetric.instances import get_instance
 from cvxmetric.instances.fantope import synthetic_fantope
 from cvxmetric.linalg import numerical_rank, random_psd
-from formulations.fantope import build_fantope_bound, build_fantope_lmo, build_supergradient_gap, fantope_mm_reference
-from solvers.factor_subgradient import factor_subgradient
-from solvers.fantope_mm import fantope_mm
-from solvers.fantope_subgradient import fantope_subgradient
-from solvers.subgradient import projected_subgradient
-from verification import tolerances as tol
-from verification.fantope_checks import mm_checks
+from cvxmetric.formulations.fantope import build_fantope_bound, build_fantope_lmo, build_supergradient_gap, fantope_mm_reference
+from cvxmetric.solvers.factor_subgradient import factor_subgradient
+from cvxmetric.solvers.fantope_mm import fantope_mm
+from cvxmetric.solvers.fantope_subgradient import fantope_subgradient
+from cvxmetric.solvers.subgradient import projected_subgradient
+from cvxmetric.verification import tolerances as tol
+from cvxmetric.verification.fantope_checks import mm_checks
 
 
 def small(d, seed, m=120):
@@ -158,5 +158,5 @@ def test_bad_input():
 
 def test_solvers_import_without_cvxpy():
     code = ("import sys; sys.modules['cvxpy'] = None\n"
-            "import solvers.fantope_mm, solvers.fantope_subgradient, solvers.factor_subgradient, cvxmetric.fantope")
+            "import cvxmetric.solvers.fantope_mm, cvxmetric.solvers.fantope_subgradient, cvxmetric.solvers.factor_subgradient, cvxmetric.fantope")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from cvxmetric.linalg import random_psd
-from verification import tolerances as tol
-from verification.fantope_checks import (directional_derivative, lmo_checks, superdifferential_min,
+from cvxmetric.verification import tolerances as tol
+from cvxmetric.verification.fantope_checks import (directional_derivative, lmo_checks, superdifferential_min,
                                          supergradient_checks, uniqueness_checks, zero_gap_checks, zero_gap_matrix)
 
 

@@ -24,12 +24,12 @@ from cvxmetric.hinge import QuadrupletGeometry
 from cvxmetric.instances import get_instance
 from cvxmetric.linalg import random_psd
 from cvxmetric.models import HingeModel, pull_matrix, qwise_model
-from formulations.hinge import build_hinge_problem
-from formulations.ladder import solve_certified
-from formulations.lmnn import build_lmnn
-from solvers.lmnn import solve_lmnn
-from solvers.pdhg import pdhg
-from verification.kkt import hinge_kkt_fast
+from cvxmetric.formulations.hinge import build_hinge_problem
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.lmnn import build_lmnn
+from cvxmetric.solvers.lmnn import solve_lmnn
+from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.verification.kkt import hinge_kkt_fast
 
 #: Scales of the invariance tests (issue 8): data, and all hinge weights.
 DATA_SCALES = (1e-4, 1e-2, 1e2, 1e4)

@@ -101,7 +101,7 @@ def test_flags_must_be_real_bools(flag, call):
 
 
 def test_itml_shuffle_no_is_not_true():
-    from solvers.itml import bregman_itml
+    from cvxmetric.solvers.itml import bregman_itml
 
     X, _ = _data()
     model = ITMLModel(X, [[0, 1], [2, 3]], [[0, 9], [1, 17]])
@@ -260,7 +260,7 @@ def test_models_do_not_modify_inputs():
     lmnn_model(X, y, 2)
     ITMLModel(X, S, D, prior=R)
     mmc = MMCModel(X, pairs)
-    from solvers.mmc import mmc_ascent
+    from cvxmetric.solvers.mmc import mmc_ascent
 
     M0 = _frozen(np.eye(3))[0]
     with warnings.catch_warnings():
@@ -282,7 +282,7 @@ def test_constraint_set_copies_its_input():
 # ---------------------------------------------------------------- messages name the real cause
 def test_mmc_start_message_names_the_projection():
     """A positive definite M0 far outside {<M, C_S> <= 1}: the projection, not M0, loses the pair."""
-    from solvers.mmc import mmc_ascent
+    from cvxmetric.solvers.mmc import mmc_ascent
 
     X = np.array([[0.0, 0.0], [10.0, 0.0], [20.0, 0.0], [20.0, 1.0], [30.0, 0.0], [31.0, 0.0]])
     cons = (ConstraintSet.from_pairs([[0, 1], [2, 3]], similar=True, bound=0.0)
@@ -295,7 +295,7 @@ def test_mmc_start_message_names_the_projection():
 
 
 def test_lmnn_overflow_message_names_the_cause():
-    from solvers.lmnn import solve_lmnn
+    from cvxmetric.solvers.lmnn import solve_lmnn
 
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 15)
@@ -307,8 +307,8 @@ def test_lmnn_overflow_message_names_the_cause():
 
 
 def test_solver_flags_must_be_real_bools():
-    from solvers.mmc import mmc_ascent
-    from solvers.pdhg import pdhg
+    from cvxmetric.solvers.mmc import mmc_ascent
+    from cvxmetric.solvers.pdhg import pdhg
 
     X, _ = _data()
     model = qwise_model(X, ConstraintSet.from_triplets([[0, 1, 9], [2, 3, 12]]))
@@ -322,9 +322,9 @@ def test_solver_flags_must_be_real_bools():
 
 
 def test_solvers_do_not_modify_inputs():
-    from solvers.itml import bregman_itml
-    from solvers.lmnn import solve_lmnn
-    from solvers.pdhg import pdhg
+    from cvxmetric.solvers.itml import bregman_itml
+    from cvxmetric.solvers.lmnn import solve_lmnn
+    from cvxmetric.solvers.pdhg import pdhg
 
     X0, y0 = _data(24, 3)
     X, y, M0, prior = _frozen(X0, y0, 0.5 * np.eye(3), np.diag([1.0, 2.0, 3.0]))

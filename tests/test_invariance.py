@@ -16,9 +16,9 @@ from cvxmetric.certificates import relative_difference
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance
-from formulations.ladder import solve_certified
-from verification.registry import get_spec
-from verification.tolerances import TRUTH_RTOL
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.verification.registry import get_spec
+from cvxmetric.verification.tolerances import TRUTH_RTOL
 
 #: Agreement of a scaled problem's certified p* with the unscaled one (the issue's bar).
 SCALED_AGREEMENT = 1e-4

@@ -12,10 +12,10 @@ from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.itml import ITMLModel, default_bounds, itml_model, slack_term
 from cvxmetric.linalg import random_psd
-from formulations.itml import build_itml, build_itml_problem, itml_kkt_truth
-from formulations.ladder import solve_certified
-from solvers.itml import _full, _sweep, bregman_itml, solve_itml
-from verification import tolerances as vtol
+from cvxmetric.formulations.itml import build_itml, build_itml_problem, itml_kkt_truth
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.solvers.itml import _full, _sweep, bregman_itml, solve_itml
+from cvxmetric.verification import tolerances as vtol
 
 #: Relative agreement required between scaled twins of one problem (issue 8's acceptance bound).
 SCALE_AGREEMENT = 1e-4
@@ -392,7 +392,7 @@ def test_only_one_kind_of_pairs():
 
 
 def test_harness_row_passes():
-    from verification.harness import verify_instance
+    from cvxmetric.verification.harness import verify_instance
 
     rows = verify_instance("itml", "iris")
     assert len(rows) == 1 and rows[0]["passed"], rows[0]["checks"]

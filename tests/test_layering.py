@@ -1,13 +1,17 @@
-"""Architecture rules of DESIGN §2: the layering, and that packages come from this repository."""
+"""Architecture rules of DESIGN §2: the layering, one import namespace, and that the packages
+come from this repository."""
 import importlib
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("cvxmetric", "formulations", "solvers", "verification")
+#: Installed name -> folder of the repository (pyproject's package-dir).
+PACKAGES = {"cvxmetric": "cvxmetric", "cvxmetric.formulations": "formulations",
+            "cvxmetric.solvers": "solvers", "cvxmetric.verification": "verification"}
 
 BLOCK_CVXPY = """
 import sys
@@ -17,7 +21,7 @@ class _Block:
             raise ImportError("cvxpy is blocked in this test")
         return None
 sys.meta_path.insert(0, _Block())
-import cvxmetric, solvers
+import cvxmetric, cvxmetric.solvers as solvers
 import cvxmetric.instances, cvxmetric.models, cvxmetric.generators, cvxmetric.datasets
 import pkgutil, importlib
 for pkg in (cvxmetric, solvers):
@@ -38,14 +42,38 @@ def test_core_and_solvers_import_without_cvxpy():
 @pytest.mark.parametrize("name", PACKAGES)
 def test_package_is_imported_from_this_repository(name):
     mod = importlib.import_module(name)
-    assert Path(mod.__file__).resolve().parent == ROOT / name
+    assert Path(mod.__file__).resolve().parent == ROOT / PACKAGES[name]
+
+
+def test_layers_are_not_top_level_modules():
+    """Outside the repository only ``cvxmetric`` imports: no generic top-level names."""
+    code = ("import importlib.util, cvxmetric.verification\n"
+            "print([n for n in ('formulations', 'solvers', 'verification', 'benchmarks')"
+            " if importlib.util.find_spec(n) is not None])")
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path.home(), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_wheel_installs_exactly_one_top_level_package(tmp_path):
+    """``pip install`` puts ``cvxmetric`` (and its metadata) into site-packages, nothing else."""
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                        "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (wheel,) = tmp_path.glob("cvxmetric-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top == {"cvxmetric"}, top
+    for sub in ("formulations/ladder.py", "solvers/pdhg.py", "verification/__main__.py",
+                "verification/methods/qwise.py", "instances/qwise.py"):
+        assert f"cvxmetric/{sub}" in names, sub
 
 
 @pytest.mark.parametrize("pkg", ["cvxmetric", "formulations", "solvers"])
 def test_lower_layers_do_not_import_verification(pkg):
     for path in (ROOT / pkg).rglob("*.py"):
         text = path.read_text()
-        assert "import verification" not in text and "from verification" not in text, path
+        assert "import cvxmetric.verification" not in text and "from cvxmetric.verification" not in text, path
 
 
 @pytest.mark.parametrize("pkg", ["cvxmetric", "solvers"])

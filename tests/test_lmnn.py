@@ -14,11 +14,11 @@ from cvxmetric.hinge import HingeLoss, QuadrupletGeometry
 from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.lmnn import ImpostorSearch, impostor_oracle, lmnn_model, lmnn_pull_model
 from cvxmetric.linalg import project_psd, psd_factor, random_psd
-from formulations.lmnn import build_lmnn
-from solvers.lmnn import solve_lmnn
-from solvers.subgradient import projected_subgradient
-from verification.kkt import hinge_kkt_truth
-from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL, VALUE_AT_RTOL
+from cvxmetric.formulations.lmnn import build_lmnn
+from cvxmetric.solvers.lmnn import solve_lmnn
+from cvxmetric.solvers.subgradient import projected_subgradient
+from cvxmetric.verification.kkt import hinge_kkt_truth
+from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL, VALUE_AT_RTOL
 
 INSTANCES = list_instances("lmnn", default_only=True)
 

@@ -1,6 +1,6 @@
 """The main job, exactly as the README runs it, for two instance seeds (CI sees what a user sees).
 
-``python -m verification`` must exit 0 on every default instance; ``--seed S`` draws every random
+``python -m cvxmetric.verification`` must exit 0 on every default instance; ``--seed S`` draws every random
 default instance anew, and the job must pass for those too. The rows are kept for the checks
 that read the whole report. The cases run in parallel (``--jobs 2``); one problem stays in one
 process.
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from verification.harness import REQUIRED_KEYS
-from verification.tolerances import BELOW_LOWER_BOUND_RTOL
-from verification.registry import list_methods
+from cvxmetric.verification.harness import REQUIRED_KEYS
+from cvxmetric.verification.tolerances import BELOW_LOWER_BOUND_RTOL
+from cvxmetric.verification.registry import list_methods
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Cases run in 2 worker processes: the same rows, order and JSON as ``--jobs 1``
@@ -26,7 +26,7 @@ JOBS = 2
 @pytest.fixture(scope="module", params=[0, 1], ids=["seed0", "seed1"])
 def report(request):
     seed = request.param
-    argv = [sys.executable, "-m", "verification", "--json", "--no-progress", "--jobs", str(JOBS)]
+    argv = [sys.executable, "-m", "cvxmetric.verification", "--json", "--no-progress", "--jobs", str(JOBS)]
     if seed:
         argv += ["--seed", str(seed)]
     r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)

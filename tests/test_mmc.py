@@ -15,11 +15,11 @@ from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.instances.mmc import mmc_pairs
 from cvxmetric.linalg import project_psd_halfspace, random_psd
 from cvxmetric.mmc import MMCModel, min_form_value
-from formulations.ladder import solve_certified
-from formulations.mmc import build_mmc, build_mmc_max
-from solvers.mmc import mmc_ascent, solve_mmc
-from verification.methods.mmc import mmc_kkt_fast, mmc_kkt_truth
-from verification.tolerances import (GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL,
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.mmc import build_mmc, build_mmc_max
+from cvxmetric.solvers.mmc import mmc_ascent, solve_mmc
+from cvxmetric.verification.methods.mmc import mmc_kkt_fast, mmc_kkt_truth
+from cvxmetric.verification.tolerances import (GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL,
                                      MMC_SCALE_IDENTITY_RTOL, VALUE_AT_RTOL)
 
 INSTANCES = list_instances("mmc", default_only=True)

@@ -24,7 +24,4 @@ def test_notebook_executes(path, tmp_path):
             assert not cell.get("outputs"), f"{path.name} is committed with outputs; strip them"
     client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
-    env_root = str(ROOT)
-    # make the repository importable from the notebook's working directory
-    nb.cells.insert(0, nbformat.v4.new_code_cell(f"import sys; sys.path.insert(0, {env_root!r})"))
     client.execute()

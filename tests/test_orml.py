@@ -8,11 +8,11 @@ from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.instances import get_instance
 from cvxmetric.orml import (check_ideal_output, direction_problem, orml_model, orml_weights,
                             pursuit_basis, simulate_log_sessions)
-from formulations.ladder import solve_certified
-from formulations.orml import build_orml, direction_values
-from solvers.orml import ORML_TOL, direction_bound, solve_orml
-from verification.methods.orml import instance_model
-from verification.tolerances import GAP_ORML, ORML_ORTHOGONALITY_TOL, ORML_TRUTH_RTOL
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.orml import build_orml, direction_values
+from cvxmetric.solvers.orml import ORML_TOL, direction_bound, solve_orml
+from cvxmetric.verification.methods.orml import instance_model
+from cvxmetric.verification.tolerances import GAP_ORML, ORML_ORTHOGONALITY_TOL, ORML_TRUTH_RTOL
 
 
 def _data(seed=0, n=60, d=6):
@@ -185,7 +185,7 @@ def test_rank_deficient_data_names_r():
 
 def test_a_wrong_solve_is_not_certified(monkeypatch):
     """A closed form that is off by 0.1 % fails its own certificate (converged=False, a warning)."""
-    import solvers.orml as so
+    import cvxmetric.solvers.orml as so
     from cvxmetric.exceptions import ConvergenceWarning
     real = so.cho_solve
     monkeypatch.setattr(so, "cho_solve", lambda *a, **k: 1.001 * real(*a, **k))
@@ -197,7 +197,7 @@ def test_a_wrong_solve_is_not_certified(monkeypatch):
 
 @pytest.mark.parametrize("name", ["syn-sessions", "digits-sessions"])
 def test_harness_rows_pass(name):
-    from verification.harness import verify_instance
+    from cvxmetric.verification.harness import verify_instance
     rows = verify_instance("orml", name, seed=1)
     assert rows and all(r["passed"] for r in rows), [r["checks"] for r in rows]
 

@@ -11,9 +11,9 @@ import pytest
 from distributed import Client, LocalCluster
 from threadpoolctl import threadpool_info
 
-from verification import harness
-from verification.cli import main
-from verification.harness import BLAS_THREADS, ReferenceCache, verify_cases
+from cvxmetric.verification import harness
+from cvxmetric.verification.cli import main
+from cvxmetric.verification.harness import BLAS_THREADS, ReferenceCache, verify_cases
 
 CASES = [("qwise", "qwise", "syn-d5"), ("qwise", "qwise_vector", "diag-d10")]
 ARGV = ["--method", "qwise", "--instance", "syn-d5", "--json", "--no-progress"]
@@ -112,7 +112,7 @@ def test_bad_jobs_exit_2(jobs, capsys):
 
 
 def test_scheduler_is_another_name_for_dask():
-    from verification.cli import build_parser
+    from cvxmetric.verification.cli import build_parser
 
     assert build_parser().parse_args(["--scheduler", "tcp://h:8786"]).dask == "tcp://h:8786"
     assert build_parser().parse_args(["--jobs", "-1"]).jobs == -1

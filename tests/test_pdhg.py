@@ -13,10 +13,10 @@ from cvxmetric.instances import get_instance
 from cvxmetric.instances.qwise import synthetic_qwise
 from cvxmetric.linalg import random_psd
 from cvxmetric.models import HingeModel, qwise_model
-from formulations.hinge import build_hinge_problem
-from solvers.pdhg import estimate_operator_norm, pdhg
-from solvers.qwise import solve_qwise
-from verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, VALUE_AT_RTOL
+from cvxmetric.formulations.hinge import build_hinge_problem
+from cvxmetric.solvers.pdhg import estimate_operator_norm, pdhg
+from cvxmetric.solvers.qwise import solve_qwise
+from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, VALUE_AT_RTOL
 
 #: PDHG at its default tolerances is held to a tenth of the first-order threshold (measured gaps
 #: 2e-8-1e-4 with the default tol 1e-4); at tol = certificate_tol = 1e-6 (TIGHT) to 1e-5
@@ -137,7 +137,7 @@ def test_pdhg_multipliers_match_clarabel_on_strict_constraints(solved):
 
 def test_solve_qwise_pdhg_on_iris_pairs_and_triplets():
     inst = get_instance("qwise", "iris-mixed")
-    from formulations.qwise import build_qwise
+    from cvxmetric.formulations.qwise import build_qwise
 
     form = build_qwise(inst.X, inst.constraints, **inst.params)
     sol = form.solve("CLARABEL")

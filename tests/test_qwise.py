@@ -9,10 +9,10 @@ from cvxmetric.instances import get_instance
 from cvxmetric.instances.qwise import synthetic_qwise
 from cvxmetric.linalg import project_psd, random_psd
 from cvxmetric.models import qwise_model
-from formulations.qwise import build_qwise, build_qwise_vector
-from solvers.qwise import solve_qwise, solve_qwise_vector
-from verification.kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
-from verification.tolerances import (GAP_FIRST_ORDER, GAP_NEWTON, KKT_TRUTH_TOL, SOLVER_AGREEMENT_RTOL,
+from cvxmetric.formulations.qwise import build_qwise, build_qwise_vector
+from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
+from cvxmetric.verification.kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
+from cvxmetric.verification.tolerances import (GAP_FIRST_ORDER, GAP_NEWTON, KKT_TRUTH_TOL, SOLVER_AGREEMENT_RTOL,
                                      VALUE_AT_RTOL)
 
 # (d, e, n, m, regularizer, C_Q): small instances where Clarabel solves in about a second

@@ -4,8 +4,8 @@ import pytest
 
 from cvxmetric.instances import get_instance
 from cvxmetric.taxonomy import class_parents, synthetic_taxonomy, taxonomy_quadruplets
-from solvers.qwise import solve_qwise, solve_qwise_vector
-from verification.tolerances import GAP_FIRST_ORDER, GAP_NEWTON
+from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
+from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEWTON
 
 #: two super-classes: a = {0, 1, 2} and b = {3, 4}; class 5 sits alone under c (no sibling)
 TREE = {"root": ["a", "b", "c"], "a": [0, 1, 2], "b": [3, 4], "c": [5]}

@@ -11,11 +11,11 @@ from cvxmetric import ConstraintSet, ConvergenceWarning
 from cvxmetric.certificates import relative_difference
 from cvxmetric.instances import get_instance
 from cvxmetric.vector_model import qwise_vector_model
-from formulations.ladder import solve_certified
-from formulations.qwise import build_qwise_vector
-from solvers.newton import NEWTON_TOL, _direction, _line_search, projected_newton
-from solvers.qwise import solve_qwise_vector
-from verification.kkt import vector_kkt, vector_kkt_truth
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.qwise import build_qwise_vector
+from cvxmetric.solvers.newton import NEWTON_TOL, _direction, _line_search, projected_newton
+from cvxmetric.solvers.qwise import solve_qwise_vector
+from cvxmetric.verification.kkt import vector_kkt, vector_kkt_truth
 
 #: The ground truth is certified to this relative width (the ladder's tolerance in these tests).
 TRUTH_RTOL = 1e-7

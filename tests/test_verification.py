@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from cvxmetric.instances import Instance, get_instance
-from verification import registry
-from verification.cli import load_point, main
-from verification.harness import REQUIRED_KEYS, Check, ReferenceCache, score_point, verify_instance
-from verification.registry import FastSolver, MethodSpec, get_spec, list_methods
+from cvxmetric.verification import registry
+from cvxmetric.verification.cli import load_point, main
+from cvxmetric.verification.harness import REQUIRED_KEYS, Check, ReferenceCache, score_point, verify_instance
+from cvxmetric.verification.registry import FastSolver, MethodSpec, get_spec, list_methods
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_a_failing_stage_fails_its_row_with_the_reason(monkeypatch, override, st
 
 def test_converged_claim_without_certificate_fails_the_row(monkeypatch):
     """A solver whose result does not carry the contract's measure fails 'result_contract'."""
-    from solvers.result import SolverResult
+    from cvxmetric.solvers.result import SolverResult
 
     def liar(inst):
         d = inst.d
@@ -155,7 +155,7 @@ def test_cli_table_and_list(capsys):
 
 
 def test_cli_check_matrix(tmp_path, capsys):
-    from verification.harness import _DEFAULT_CACHE
+    from cvxmetric.verification.harness import _DEFAULT_CACHE
 
     M = _truth_point(_DEFAULT_CACHE)
     f = tmp_path / "M.npy"

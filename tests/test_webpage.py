@@ -7,10 +7,10 @@ from cvxmetric.instances import get_instance
 from cvxmetric.vector_model import qwise_vector_model
 from cvxmetric.webpage import (VersionPairs, default_layout, monotony_constraints, monotony_quadruplets,
                                simulate_page, successive_pairs, threshold_pairs)
-from formulations.ladder import solve_certified
-from formulations.qwise import build_qwise, build_qwise_vector
-from solvers.qwise import solve_qwise, solve_qwise_vector
-from verification.tolerances import GAP_FIRST_ORDER, GAP_NEWTON
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.qwise import build_qwise, build_qwise_vector
+from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
+from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEWTON
 
 #: learned weights of menus and ads, relative to the largest content weight, on the small
 #: seeded instance below: measured 0 (menus, exactly) and <= 5e-3 (ads) on seeds 0-3

@@ -1,16 +1,16 @@
-"""Command line of the harness: ``python -m verification`` (the project's main job).
+"""Command line of the harness: ``python -m cvxmetric.verification`` (the project's main job).
 
 Examples
 --------
-``python -m verification``                         every method on its default instances
-``python -m verification --method qwise``          one method
-``python -m verification --method qwise --instance syn-d5 --json``
-``python -m verification --method qwise --instance syn-d5 --check-matrix M.npy``
-``python -m verification --list``                  methods and instances
-``python -m verification --seed 3``                every random default instance drawn anew
-``python -m verification --jobs 2``                cases in 2 processes (same rows, same order)
-``python -m verification --dask tcp://host:8786``  cases on a dask.distributed cluster
-``python -m verification --dask local``            cases on a LocalCluster of this machine
+``python -m cvxmetric.verification``                         every method on its default instances
+``python -m cvxmetric.verification --method qwise``          one method
+``python -m cvxmetric.verification --method qwise --instance syn-d5 --json``
+``python -m cvxmetric.verification --method qwise --instance syn-d5 --check-matrix M.npy``
+``python -m cvxmetric.verification --list``                  methods and instances
+``python -m cvxmetric.verification --seed 3``                every random default instance drawn anew
+``python -m cvxmetric.verification --jobs 2``                cases in 2 processes (same rows, same order)
+``python -m cvxmetric.verification --dask tcp://host:8786``  cases on a dask.distributed cluster
+``python -m cvxmetric.verification --dask local``            cases on a LocalCluster of this machine
 
 Exit status: 0 when every row passes, 1 when a check fails (the table still prints, with the
 reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file, ``--dask``
@@ -100,7 +100,7 @@ def _progress(total: int, bar: bool, lines: bool):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m verification",
+    p = argparse.ArgumentParser(prog="python -m cvxmetric.verification",
                                 description="Verify fast metric-learning solvers against cvxpy ground truth.")
     p.add_argument("--method", action="append", help="method to verify (repeatable); default: all")
     p.add_argument("--instance", help="one named instance (default: the method's default instances)")

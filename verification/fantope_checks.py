@@ -2,7 +2,7 @@ r"""The Fantope supergradient theorem (thesis sec. 3.3, DESIGN §6) as executabl
 
 Every function returns a dict of plain floats (residuals, gaps, values) that the harness
 (``verification/methods/fantope.py``) turns into pass/fail checks against
-``verification.tolerances`` and that the tests assert on. Residuals are relative to
+``cvxmetric.verification.tolerances`` and that the tests assert on. Residuals are relative to
 :math:`\|M\|_2` (the largest spectral norm involved) unless a docstring says otherwise; relative
 gaps of values use :func:`cvxmetric.certificates.relative_difference` (the project's one
 denominator, :math:`\max(|a|, |b|)`). No check raises: an SDP that cannot be solved makes the
@@ -33,12 +33,12 @@ from cvxmetric.certificates import relative_difference
 from cvxmetric.fantope import (FantopeModel, check_k, eigengap, fantope_projector, fantope_regularizer,
                                fantope_violation, sum_smallest_eigenvalues)
 from cvxmetric.linalg import random_psd
-from formulations.base import SOLVER_OPTIONS
-from formulations.ladder import solve_certified
-from formulations.fantope import (build_fantope_bound, build_fantope_lmo, build_lmo_face_spread,
+from cvxmetric.formulations.base import SOLVER_OPTIONS
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.fantope import (build_fantope_bound, build_fantope_lmo, build_lmo_face_spread,
                                   build_supergradient_gap, fantope_mm_reference)
-from solvers.fantope_mm import fantope_mm
-from solvers.fantope_subgradient import fantope_subgradient
+from cvxmetric.solvers.fantope_mm import fantope_mm
+from cvxmetric.solvers.fantope_subgradient import fantope_subgradient
 
 from . import tolerances as tol
 
@@ -336,8 +336,8 @@ def mm_checks(model: FantopeModel, *, solver: str = "CLARABEL", fast_options: di
               run_alg2: bool = True) -> dict:
     r"""Checks 4–5: MM monotone and at a certified fixed point; fast MM (and alg. 2) vs the reference MM.
 
-    The reference is :func:`formulations.fantope.fantope_mm_reference` (every step certified by
-    :func:`formulations.ladder.solve_certified`; ``solver`` is ignored). Every relative number
+    The reference is :func:`cvxmetric.formulations.fantope.fantope_mm_reference` (every step certified by
+    :func:`cvxmetric.formulations.ladder.solve_certified`; ``solver`` is ignored). Every relative number
     uses :func:`~cvxmetric.certificates.relative_difference`.
 
     Returns

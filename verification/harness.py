@@ -3,7 +3,7 @@ r"""The verification harness: certified ground truth vs fast solvers, one row pe
 For every row it measures (DESIGN §6):
 
 * :math:`p^*` as a **certified interval** :math:`[\ell, u]` computed by project code
-  (:func:`formulations.ladder.solve_certified`: a feasible point's ``value_at`` and a repaired
+  (:func:`cvxmetric.formulations.ladder.solve_certified`: a feasible point's ``value_at`` and a repaired
   dual bound), with the ladder rung that certified it; SCS's point, made feasible and scored with
   ``value_at``, as a second opinion;
 * ``f_fast = value_at(point)`` (cvxpy's expression) next to the solver's own objective;
@@ -36,7 +36,7 @@ import numpy as np
 from cvxmetric.certificates import relative_difference
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance, list_instances
-from formulations.ladder import LADDER, CertifiedTruth, solve_certified
+from cvxmetric.formulations.ladder import LADDER, CertifiedTruth, solve_certified
 
 from . import tolerances as tol
 from .registry import MethodSpec, get_spec, list_methods

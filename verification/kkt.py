@@ -1,6 +1,6 @@
 r"""KKT residuals for the hinge model (Qwise, LMNN, Fantope bound) and the vector model.
 
-Ground truth (from the named duals of a solved :func:`formulations.hinge.build_hinge_problem`):
+Ground truth (from the named duals of a solved :func:`cvxmetric.formulations.hinge.build_hinge_problem`):
 with :math:`\alpha` = dual of "hinge", :math:`\beta` = dual of "slack_nonneg", :math:`Z` = dual of
 "psd", the Lagrangian is
 :math:`\langle R, M\rangle + \tfrac q2\|M\|^2 + c^\top\xi + \sum_c \alpha_c(\delta_c + \langle M, A_c\rangle - \xi_c)

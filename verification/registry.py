@@ -24,7 +24,7 @@ class FastSolver:
     run : callable
         ``run(instance) -> SolverResult``.
     gap_tol : float
-        Relative optimality gap required (see ``verification.tolerances``).
+        Relative optimality gap required (see ``cvxmetric.verification.tolerances``).
     kkt_tol : float or None
         Threshold of the fast point's KKT residual (None: reported, not checked).
     expect_converged : bool
@@ -61,12 +61,12 @@ class MethodSpec:
     extra_checks : callable or None
         ``extra_checks(formulation, instance, result, truth) -> dict[str, (value, tol)]``:
         method-specific checks added to each fast-solver row (``truth`` is the
-        :class:`formulations.ladder.CertifiedTruth` of the row).
+        :class:`cvxmetric.formulations.ladder.CertifiedTruth` of the row).
     extra_rows : callable or None
         ``extra_rows(instance) -> list[dict]``: method-level rows (e.g. the Fantope theorem).
     truth_rtol : float
         Relative width the certified ground-truth interval must reach
-        (``verification.tolerances.TRUTH_RTOL`` unless a method documents another).
+        (``cvxmetric.verification.tolerances.TRUTH_RTOL`` unless a method documents another).
     load_error : str or None
         Set (by the registry) when the method's module failed to import: the report then shows
         one failed row with this reason instead of crashing.

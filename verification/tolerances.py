@@ -24,7 +24,7 @@ VALUE_AT_RTOL = 1e-9
 
 #: SCS's second opinion vs the certified p*: its point (made feasible, scored with value_at) may be
 #: this much above the interval's upper end, relatively. SCS runs at eps 1e-9 on the normalized
-#: twin (formulations.ladder); a first-order method's point, projected, keeps a ~1e-5 excess.
+#: twin (cvxmetric.formulations.ladder); a first-order method's point, projected, keeps a ~1e-5 excess.
 SOLVER_AGREEMENT_RTOL = 1e-4
 
 #: BoostMetric exp/logistic ground truth: Clarabel's duals y of the margin constraints against the
@@ -132,7 +132,7 @@ FANTOPE_MM_GAP = 1e-3
 FANTOPE_ALG2_GAP = 1e-2
 
 #: Relative optimality gap of the ITML Bregman solver. ITML is smooth and strictly convex; the
-#: solver stops on its own certified gap (solvers.itml.DEFAULT_TOL = 1e-12, measured final gaps
+#: solver stops on its own certified gap (cvxmetric.solvers.itml.DEFAULT_TOL = 1e-12, measured final gaps
 #: 4e-14..5e-13), so 1e-5 only leaves room for the ground truth's interval while still failing
 #: any solver that stops early or drifts.
 GAP_BREGMAN = 1e-5
@@ -144,7 +144,7 @@ KKT_FAST_BREGMAN = 1e-6
 
 #: BoostMetric hinge (column generation vs the certified ground truth), relative gap: the
 #: acceptance bound of the method (DESIGN §5.6). Column generation stops at its own certified gap
-#: (solvers.boostmetric_cg, 1e-7), so only the ground truth's interval width remains.
+#: (cvxmetric.solvers.boostmetric_cg, 1e-7), so only the ground truth's interval width remains.
 GAP_BOOSTMETRIC_HINGE = 1e-6
 
 #: |tr X - 1| of the hinge solution (X is normalised by its trace: round-off only).

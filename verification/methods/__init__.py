@@ -1,1 +1,1 @@
-"""One module per method, each defining ``SPEC`` (a :class:`verification.registry.MethodSpec`)."""
+"""One module per method, each defining ``SPEC`` (a :class:`cvxmetric.verification.registry.MethodSpec`)."""

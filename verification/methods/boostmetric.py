@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from cvxmetric.linalg import project_psd
-from formulations.boostmetric import build_boostmetric
-from solvers.boostmetric_cg import boostmetric_hinge_cg
-from solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
+from cvxmetric.formulations.boostmetric import build_boostmetric
+from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
+from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 
 from ..kkt import relative_residual
 from ..registry import FastSolver, MethodSpec

@@ -15,13 +15,13 @@ Method-level rows (``extra_rows``), one per theorem check, with the stable keys 
   cut: distinct supergradients, directional derivatives);
 * ``theorem4:mm-reference`` — the reference MM (every step certified by the solve ladder): phi
   non-increasing, and its certified MM fixed-point gap rho(M*) (a critical point of the DC
-  objective, ``formulations.fantope.fantope_mm_reference``);
+  objective, ``cvxmetric.formulations.fantope.fantope_mm_reference``);
 * ``fantope-mm`` — fast MM vs the reference MM (``p_star_upper`` = reference phi, ``f_fast`` =
   fast phi), its monotonicity, and its own fixed-point certificate re-checked by the ladder (the
   bound at its last W solved and certified: the gap must be within the harness tolerance and
   not above the fast solver's claimed rho);
 * ``fantope-subgradient (alg. 2)`` — the thesis' alg. 2 vs the reference MM's phi, with its
-  majorizer-gap measure (``solvers.fantope_subgradient``).
+  majorizer-gap measure (``cvxmetric.solvers.fantope_subgradient``).
 
 No check raises: an SDP that cannot be solved or certified leaves its value None (a failed check)
 and its reason in the row's ``errors``.
@@ -36,9 +36,9 @@ import numpy as np
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.fantope import fantope_model
 from cvxmetric.linalg import random_psd
-from formulations.fantope import build_fantope_bound
-from solvers.pdhg import pdhg
-from solvers.subgradient import projected_subgradient
+from cvxmetric.formulations.fantope import build_fantope_bound
+from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.solvers.subgradient import projected_subgradient
 
 from .. import tolerances as tol
 from ..fantope_checks import lmo_checks, mm_checks, supergradient_checks, uniqueness_checks, zero_gap_checks

@@ -2,9 +2,9 @@
 
 * ground truth: the formulation's certification hooks (``dual_bound`` from the duals of
   "similar"/"dissimilar" through :meth:`cvxmetric.itml.ITMLModel.dual_bound`; ``normalize``, the
-  whitened and rescaled twin; ``make_feasible``), so :func:`formulations.ladder.solve_certified`
+  whitened and rescaled twin; ``make_feasible``), so :func:`cvxmetric.formulations.ladder.solve_certified`
   returns a certified interval;
-* ground-truth KKT: :func:`formulations.itml.itml_kkt_truth` (every residual relative to the
+* ground-truth KKT: :func:`cvxmetric.formulations.itml.itml_kkt_truth` (every residual relative to the
   terms it balances: invariant under X -> sX and the prior's conditioning);
 * fast solver: its verdict is its certified gap (``measure = "certified_gap"``, the same dual
   bound, from its own multipliers); the fast point's relative stationarity residual
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from formulations.itml import build_itml, itml_kkt_truth
-from solvers.itml import solve_itml
+from cvxmetric.formulations.itml import build_itml, itml_kkt_truth
+from cvxmetric.solvers.itml import solve_itml
 
 from ..registry import FastSolver, MethodSpec
 from ..tolerances import GAP_BREGMAN, KKT_FAST_BREGMAN

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from formulations.lmnn import build_lmnn
-from solvers.lmnn import solve_lmnn
+from cvxmetric.formulations.lmnn import build_lmnn
+from cvxmetric.solvers.lmnn import solve_lmnn
 
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth
 from ..registry import FastSolver, MethodSpec

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 
 from cvxmetric.mmc import MMCModel
-from formulations.mmc import build_mmc, build_mmc_max
-from solvers.mmc import solve_mmc
+from cvxmetric.formulations.mmc import build_mmc, build_mmc_max
+from cvxmetric.solvers.mmc import solve_mmc
 
 from ..kkt import relative_residual
 from ..registry import FastSolver, MethodSpec

@@ -1,17 +1,17 @@
 r"""ORML in the harness: the orthogonal pursuit's closed forms against the certified cvxpy problems.
 
-Ground truth: :func:`formulations.orml.build_orml`, every direction's least-squares problem
+Ground truth: :func:`cvxmetric.formulations.orml.build_orml`, every direction's least-squares problem
 (eq. 20) stacked, certified by the ladder to ``ORML_TRUTH_RTOL``. Its KKT residuals: the relative
 stationarity of the normal equations per direction, :math:`\|G_d^T(G_d b_d - h_d)\| /
 (\|G_d^T G_d b_d\| + \|G_d^T h_d\|)`, and the relative violation of "residual"
 (:math:`\|z - (Gw - h)\| / \max(\|z\|, \|h\|)`).
 
-Fast solver: ``orml-pursuit`` (:func:`solvers.orml.solve_orml`, Cholesky normal equations);
+Fast solver: ``orml-pursuit`` (:func:`cvxmetric.solvers.orml.solve_orml`, Cholesky normal equations);
 ``kkt_fast`` is the same stationarity residual at its point. Extra checks per row:
 
 * ``direction_gap_max``: the largest relative gap of a direction's closed form against that
   direction's certified interval (upper: :math:`f_d` at Clarabel's point; lower: the dual bound
-  of its residual repaired by projection, :func:`formulations.orml.direction_dual_bounds`), and
+  of its residual repaired by projection, :func:`cvxmetric.formulations.orml.direction_dual_bounds`), and
   ``direction_truth_gap_max``, the widest of those intervals; ``direction_argmin_max``, the largest
   relative distance between a direction's closed-form ``b_d`` and Clarabel's (each problem is
   strongly convex, so the minimiser is unique: an objective gap is quadratic in the point's
@@ -27,8 +27,8 @@ import numpy as np
 
 from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.orml import check_ideal_output, orml_model, orml_weights
-from formulations.orml import build_orml, direction_dual_bounds, direction_values
-from solvers.orml import solve_orml
+from cvxmetric.formulations.orml import build_orml, direction_dual_bounds, direction_values
+from cvxmetric.solvers.orml import solve_orml
 
 from ..registry import FastSolver, MethodSpec
 from ..tolerances import (GAP_ORML, ORML_ARGMIN_RTOL, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,

@@ -1,8 +1,8 @@
 """Qwise in the harness: the full-matrix model (subgradient engine and PDHG) and the vector model (Newton)."""
 from __future__ import annotations
 
-from formulations.qwise import build_qwise, build_qwise_vector
-from solvers.qwise import solve_qwise, solve_qwise_vector
+from cvxmetric.formulations.qwise import build_qwise, build_qwise_vector
+from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
 
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth, vector_kkt, vector_kkt_truth
 from ..registry import FastSolver, MethodSpec
