@@ -107,5 +107,6 @@ def plot_embeddings(X, y, metrics: dict, *, axes=None, s: float = 12, cmap: str 
         ax.scatter(Z[:, 0], Z[:, 1], c=codes, cmap=cmap, s=s)
         ax.set_title(f"{title}\n(2-D keeps {100 * kept:.0f}% of squared distances)", fontsize=9)
         ax.set_aspect("equal", adjustable="datalim")
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.set_xticks([])
+        ax.set_yticks([])
     return axes
