@@ -52,7 +52,7 @@ def test_complex_data_is_rejected_by_every_entry_point():
     builders = [
         lambda: qwise_model(Xc, cons),
         lambda: qwise_vector_model(Xc, cons),
-        lambda: fantope_model(Xc, cons, k=1, mu=1.0),
+        lambda: fantope_model(Xc, cons, rank=1, reg_weight=1.0),
         lambda: boostmetric_model(Xc, cons),
         lambda: lmnn_model(Xc, y, 2),
         lambda: ITMLModel(Xc, [[0, 1]], [[0, 9]]),
@@ -255,7 +255,7 @@ def test_models_do_not_modify_inputs():
     idx0 = trip.idx.copy()
     qwise_model(X, trip + pairs, regularizer="pull", pull_pairs=P)
     qwise_vector_model(X, trip + pairs)
-    fantope_model(X, trip, k=1, mu=1.0)
+    fantope_model(X, trip, rank=1, reg_weight=1.0)
     boostmetric_model(X, trip)
     lmnn_model(X, y, 2)
     ITMLModel(X, S, D, prior=R)
