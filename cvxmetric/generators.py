@@ -218,7 +218,7 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
     Notes
     -----
     These constraints are meant for the signed vector model :math:`D_w(i, j) = w^\top (x_i - x_j)`
-    (``cvxmetric.formulations.qwise.build_qwise_vector(..., model="linear")``).
+    (``cvxmetric.formulations.qwise.build_qwise_vector(..., diagonal=False)``).
     """
     y = as_labels(y)
     m = check_int_in_range(m, "m", 0)
