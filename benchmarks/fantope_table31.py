@@ -99,7 +99,7 @@ def _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if how == "mm":
-                return fantope_mm(model, max_outer=MM_MAX_OUTER, inner="pdhg")
+                return fantope_mm(model, max_iter=MM_MAX_OUTER, inner="pdhg")
             if how == "factor":
                 return factor_subgradient(model.base, e, seed=seed + 4, max_iter=max_iter)
             if how == "baseline" and baseline_iters is not None:

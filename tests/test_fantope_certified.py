@@ -112,7 +112,7 @@ def test_fast_mm_certified_fixed_point_under_scaling(base, s, c):
 def test_fast_mm_with_starved_inner_solves_is_not_converged(base):
     """Inner solves stopped early cannot certify the fixed point: converged=False, never a claim."""
     fm = base[1]
-    res = _run(fantope_mm, fm, max_outer=3, inner_options={"max_iter": 5})
+    res = _run(fantope_mm, fm, max_iter=3, inner_options={"max_iter": 5})
     assert not res.converged
     assert res.status in ("inner_not_converged", "max_iter")
 
