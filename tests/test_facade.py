@@ -17,7 +17,7 @@ from cvxmetric._checks import check_method_options, keyword_options
 from cvxmetric.boostmetric import boostmetric_model
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.fantope import fantope_model
-from cvxmetric.generators import pairs_from_labels, quadruplets_from_metric
+from cvxmetric.generators import pairs_from_labels, quadruplets_from_metric, triplets_from_labels
 from cvxmetric.instances import get_instance
 from cvxmetric.instances.boostmetric import boostmetric_instance
 from cvxmetric.instances.fantope import synthetic_fantope
@@ -283,6 +283,10 @@ def test_other_renames_reject_the_former_names():
     assert len(taxonomy_quadruplets(X, y, tree, n_same=4, n_sibling=4, n_neighbors=2, seed=0)) == 8
     with pytest.raises(TypeError, match="'k'"):
         taxonomy_quadruplets(X, y, tree, n_same=4, n_sibling=4, k=2, seed=0)
+    assert len(triplets_from_labels(X, y, n_neighbors=1, n_impostors=2)) == 24
+    for old in ("k_target", "k_impostor"):
+        with pytest.raises(TypeError, match=old):
+            triplets_from_labels(X, y, **{old: 1})
     assert monotony_quadruplets(10, change_period=3)[1].any()
     with pytest.raises(TypeError, match="'gamma'"):
         monotony_quadruplets(10, gamma=3)
