@@ -6,8 +6,9 @@ Build (from the repository root; warnings are errors, as in CI's ``tests/test_do
 
 The build is the one place that executes the teaching notebooks (``notebooks/*.ipynb``, seen
 here through the symbolic link ``docs/notebooks``): myst-nb runs every notebook top to bottom
-in a fresh kernel and a build fails on the first cell that raises, naming the notebook and the
-cell. ``-D nb_execution_mode=off`` skips the execution while editing prose.
+in a fresh kernel, and the build fails on the first cell that raises, naming the notebook (with
+``-T``, also the cell and its traceback). ``-D nb_execution_mode=off`` skips the execution while
+editing prose.
 """
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ import cvxmetric
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
+if Path(cvxmetric.__file__).resolve().parent != ROOT / "cvxmetric":
+    # the API pages and the notebooks would show another installation, not this checkout
+    raise RuntimeError(f"cvxmetric is imported from {cvxmetric.__file__}, not from this checkout ({ROOT}); "
+                       f"install the checkout first: python -m pip install -e \".[docs]\"")
+
+# The notebook kernels inherit this environment: one BLAS thread, as in the tests and the report
+# (the notebooks' matrices are small; multi-threaded BLAS only spins on a shared 2-core machine).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 project = "cvxmetric"
 author = "the cvxmetric developers"
