@@ -146,5 +146,19 @@ def _escape_bars(app, what, name, obj, options, lines: list[str]) -> None:
         i = j
 
 
+# -- Members: only this project's code ---------------------------------------------------------
+# scikit-learn attaches generated methods to every estimator subclass (``set_fit_request`` and the
+# other metadata-routing setters); they are scikit-learn's API, documented there, and their
+# docstrings cite scikit-learn's glossary, which does not exist here (warnings under -W).
+
+def _skip_foreign_members(app, what, name, obj, skip, options):
+    """autodoc-skip-member: skip members whose code is scikit-learn's (see the comment above)."""
+    module = getattr(obj, "__module__", None)
+    if isinstance(module, str) and module.split(".")[0] == "sklearn":
+        return True
+    return None
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _escape_bars)
+    app.connect("autodoc-skip-member", _skip_foreign_members)
