@@ -31,6 +31,20 @@ checked constraints:
 The best point seen (by its full objective) is returned, as subgradient methods are not
 descent methods.
 
+Structure
+---------
+One run is a :class:`SubgradientState` (the iterate, the best point and its full objective, the
+working set's unscored candidate, the epoch's ergodic averages) whose methods are the steps of
+the method (:meth:`~SubgradientState.step`, :meth:`~SubgradientState.certify`,
+:meth:`~SubgradientState.stop_test`, one epoch, the result). It delegates to small parts, each
+replaceable on its own: the step rule and epoch bookkeeping (:class:`EpochSchedule`, shared with
+:mod:`cvxmetric.solvers.factor_subgradient`), the ergodic multipliers (:class:`EpochAverages`),
+the certificate (:class:`DualBoundCertificate`, or :class:`StationarityCertificate` with an
+extra term) and the checked rows (:class:`AllRows`, :class:`WorkingSet`, or
+:class:`OracleRows` for an implicit constraint set), which own the model and its incremental
+hinge. The hooks of :func:`projected_subgradient` (``extra``, ``oracle``, ``stationarity``,
+``callback``) are unchanged.
+
 Certificate and stopping rule
 -----------------------------
 The method stops **only** when its answer is certified (or at ``max_iter`` / ``time_limit``):

@@ -160,3 +160,36 @@ def test_solvers_import_without_cvxpy():
     code = ("import sys; sys.modules['cvxpy'] = None\n"
             "import cvxmetric.solvers.fantope_mm, cvxmetric.solvers.fantope_subgradient, cvxmetric.solvers.factor_subgradient, cvxmetric.fantope")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_inexact_mm_inner_tolerance_schedule():
+    """The inner certified gap follows the last MM fixed-point gap, between the final and the loose one."""
+    from cvxmetric.solvers.fantope_mm import INNER_TOL_FRACTION, INNER_TOL_LOOSE, INNER_TOL_PROGRESS, inner_tolerance
+    tol = 1e-4
+    assert inner_tolerance(tol, None) == INNER_TOL_LOOSE
+    assert inner_tolerance(tol, float("inf")) == INNER_TOL_LOOSE
+    assert inner_tolerance(tol, 0.5) == INNER_TOL_LOOSE
+    assert inner_tolerance(tol, 1e-3) == pytest.approx(INNER_TOL_PROGRESS * 1e-3)
+    assert inner_tolerance(tol, 1e-6) == INNER_TOL_FRACTION * tol
+    rhos = np.logspace(1, -8, 50)
+    assert np.all(np.diff([inner_tolerance(tol, r) for r in rhos]) <= 0)
+    assert inner_tolerance(1e-2, None) == INNER_TOL_FRACTION * 1e-2     # never looser than the final solve
+
+
+def test_inexact_mm_certifies_like_strict_inner_solves():
+    """The schedule changes the cost, not the certificate: each solve's tolerance follows the previous rho,
+    the returned point is certified (rho <= tol from a bound of the last solve), and its objective
+    agrees with MM runs whose inner solves are all held to the final tolerance."""
+    from cvxmetric.solvers.fantope_mm import INNER_TOL_FRACTION, inner_tolerance
+    inst = get_instance("fantope", "syn-d10-e3")
+    fm = model(inst)
+    fast = fantope_mm(fm)
+    strict = fantope_mm(fm, inner_options={"tol": INNER_TOL_FRACTION * 1e-4})
+    assert fast.converged and strict.converged
+    tols, rhos = fast.info["inner_tols"], fast.info["fixed_point_gaps"]
+    assert tols[0] == inner_tolerance(fast.tol, None)
+    assert tols[1:] == [inner_tolerance(fast.tol, r) for r in [None] + rhos[:-1]][:len(tols) - 1]
+    assert set(strict.info["inner_tols"]) == {INNER_TOL_FRACTION * 1e-4}
+    assert fast.measure_value <= fast.tol and rhos[-1] == fast.measure_value
+    assert fast.measure_value >= fast.info["inner_gaps"][-1] - 1e-12     # rho bounds the inner gap
+    assert abs(fast.objective - strict.objective) <= 10 * fast.tol * abs(strict.objective)
