@@ -193,3 +193,30 @@ def test_inexact_mm_certifies_like_strict_inner_solves():
     assert fast.measure_value <= fast.tol and rhos[-1] == fast.measure_value
     assert fast.measure_value >= fast.info["inner_gaps"][-1] - 1e-12     # rho bounds the inner gap
     assert abs(fast.objective - strict.objective) <= 10 * fast.tol * abs(strict.objective)
+
+
+def test_fast_mm_inner_pdhg_budget_and_warm_starts(monkeypatch):
+    """Every PDHG inner solve gets the INNER_MAX_ITER budget; from the second on it starts from the
+    previous solve's multipliers, step size and primal weight (no power iteration)."""
+    import cvxmetric.solvers.fantope_mm as fmm
+    calls = []
+    real = fmm.INNER_SOLVERS["pdhg"]
+
+    def spy(bound, **kw):
+        calls.append(kw)
+        return real(bound, **kw)
+    monkeypatch.setitem(fmm.INNER_SOLVERS, "pdhg", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fantope_mm(model(small(4, 0)), max_outer=3)
+        default_calls = list(calls)
+        calls.clear()
+        fantope_mm(model(small(4, 0)), max_outer=2, inner_options={"max_iter": 7, "tol": 1e-3})
+        fixed_calls = list(calls)
+    assert len(default_calls) >= 2
+    assert all(kw["max_iter"] == fmm.INNER_MAX_ITER for kw in default_calls)
+    assert not {"y0", "step_size", "primal_weight"} & set(default_calls[0])
+    for kw in default_calls[1:]:
+        assert kw["y0"] is not None and kw["step_size"] > 0 and kw["primal_weight"] > 0
+    assert res.info["inner_tols"] == [kw["tol"] for kw in default_calls]
+    assert fixed_calls and all((kw["max_iter"], kw["tol"]) == (7, 1e-3) for kw in fixed_calls)
