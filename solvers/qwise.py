@@ -5,6 +5,9 @@ Both read the same numpy model as the cvxpy formulation (:mod:`cvxmetric.models`
 """
 from __future__ import annotations
 
+import numpy as np
+
+from cvxmetric._checks import as_square_symmetric, check_bool
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.losses import DEFAULT_HUBER_H
 from cvxmetric.models import qwise_model
@@ -14,6 +17,7 @@ from .newton import projected_newton
 from .pdhg import pdhg
 from .result import SolverResult
 from .subgradient import projected_subgradient
+from .working_set import WS_SLACK, ModelPool, solve_working_set
 
 __all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS"]
 
@@ -24,7 +28,7 @@ QWISE_METHODS = ("subgradient", "pdhg")
 
 def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_Q: float = 1.0,
                 C_P: float = 1.0, reg_weight: float = 1.0, pull_pairs=None, method: str = "subgradient",
-                **options) -> SolverResult:
+                working_set: bool = False, **options) -> SolverResult:
     """Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
 
     Model parameters as in :func:`cvxmetric.formulations.qwise.build_qwise`. ``method="subgradient"``
@@ -34,11 +38,25 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     ``time_limit``, ``M0``, ``y0``, ...). Both results carry the hinge ``multipliers`` and, where the
     model has one, a certified ``lower_bound`` (``measure == "certified_gap"``; PDHG otherwise a
     relative ``"kkt_residual"``).
+
+    ``method="pdhg", working_set=True`` runs PDHG on a working set of the constraints near or past
+    the margin, certified on the full set (:func:`cvxmetric.solvers.working_set.solve_working_set`:
+    ``ws_slack``, ``drop_after``, ``round_iter``, ``max_rounds``, ``max_add``, ``max_iter`` (total
+    PDHG iterations), ``tol``, ``certificate_tol``, ``time_limit``, ``callback``, ``M0`` (default
+    0) and the rest passed to each PDHG round); ``solver == "qwise-pdhg-ws"``. Its cost per
+    iteration follows the working set, not the number of constraints.
     """
     if not isinstance(method, str) or method not in QWISE_METHODS:
         raise ValueError(f"method must be one of {QWISE_METHODS}; got {method!r}")
     model = qwise_model(X, constraints, regularizer=regularizer, C_Q=C_Q, C_P=C_P,
                         reg_weight=reg_weight, pull_pairs=pull_pairs)
+    if check_bool(working_set, "working_set"):
+        if method != "pdhg":
+            raise ValueError(f"working_set=True applies to method='pdhg' only; got method={method!r}")
+        pool = ModelPool(model, options.pop("ws_slack", WS_SLACK))
+        M0 = options.pop("M0", None)
+        M0 = np.zeros((model.d, model.d)) if M0 is None else as_square_symmetric(M0, "M0", d=model.d, psd=True)
+        return solve_working_set(pool, M0, solver_name="qwise-pdhg-ws", **options)
     if method == "pdhg":
         return pdhg(model, solver_name="qwise-pdhg", **options)
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)
