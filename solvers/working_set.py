@@ -39,7 +39,10 @@ problem). PDHG's own bound of the restricted problem is valid too, since
 rounds is kept (:math:`p^*` does not change), as is the point with the lowest full objective.
 The result (:func:`cvxmetric.solvers.result.make_result`) has ``measure == "certified_gap"``:
 :func:`cvxmetric.certificates.relative_gap` of that objective and that bound, held to
-``certificate_tol``; the loop stops as soon as it holds. Where no bound exists (q = 0, R singular
+``certificate_tol``. The loop stops by PDHG's own rule, read on the full problem: the full
+certified gap is at most ``tol``, or the restricted solve stopped (its relative KKT residual within
+``tol``), no constraint outside :math:`W` is violated and the full certified gap is at most
+``certificate_tol``. Where no bound exists (q = 0, R singular
 on the data span and no repaired multiplier dual feasible; see
 :mod:`cvxmetric.solvers.pdhg`) the measure is the restricted problem's relative KKT residual,
 which equals the full problem's when no constraint outside :math:`W` is violated (each such
@@ -269,10 +272,11 @@ class WorkingSet:
         out = ~np.isin(scan.ids, self.ids, assume_unique=True)
         return scan.ids[out], scan.margins[out]
 
-    def update(self, scan: Scan, y: np.ndarray, max_add: int) -> tuple[np.ndarray, int, int]:
+    def update(self, scan: Scan, y: np.ndarray, max_add: int) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Drop the long-idle constraints, add the scanned ones outside W.
 
-        Returns ``(y on the new W, number added, number dropped)``.
+        Returns ``(y on the new W, hot, number added, number dropped)``; ``hot`` marks the added
+        constraints that are violated at the scanned point (see :func:`warm_multipliers`).
         """
         near = np.isin(self.ids, scan.ids, assume_unique=True)
         self.idle = np.where(near | (y > 0), 0, self.idle + 1)
@@ -289,7 +293,25 @@ class WorkingSet:
         self.ids = np.union1d(old_ids, new)
         self.idle = np.zeros(self.ids.size, dtype=np.int64)
         self.idle[np.searchsorted(self.ids, old_ids)] = old_idle
-        return carry(old_y, old_ids, self.ids), int(new.size), n_drop
+        hot = np.isin(self.ids, new[_margins_of(scan, new) > 0], assume_unique=True)
+        return carry(old_y, old_ids, self.ids), hot, int(new.size), n_drop
+
+
+def _margins_of(scan: Scan, ids: np.ndarray) -> np.ndarray:
+    """The scanned margins of ``ids`` (a subset of ``scan.ids``)."""
+    return scan.margins[np.searchsorted(scan.ids, ids)]
+
+
+def warm_multipliers(y: np.ndarray, hot: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    r"""Multipliers of a grown working set: the carried ``y``, and :math:`c_c` on the new violated
+    constraints (``hot``).
+
+    :math:`y_c = c_c` is the multiplier of a violated hinge (:math:`c_c[t]_+` has derivative
+    :math:`c_c` at :math:`t > 0`), so :math:`R + K^* y` starts as the objective's gradient at the
+    scanned point. Measured on digits' LMNN: new multipliers at 0 let PDHG's first steps follow
+    the pull term alone and shrink the identity to a point with objective 262,230 (3,812 at M = I).
+    """
+    return np.where(hot, coef, y)
 
 
 def carry(y: np.ndarray, ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
@@ -413,11 +435,15 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
     ws = WorkingSet(ids, drop_after)
     y = np.zeros(len(ws))
     best = _Best()
+    start = pool.scan(M)
+    hot = np.isin(ws.ids, start.ids[start.margins > 0], assume_unique=True)
+    best.offer_point(start, M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
     history, sizes, iters, added, dropped = [], [], [], [], []
     n_iter, budget, warm = 0, round_iter, {}
     stop_reason = "max_iter"
     for rnd in range(1, max_rounds + 1):
         sub = pool.submodel(ws.ids)
+        y = warm_multipliers(y, hot, sub.coef)
         sizes.append(len(ws))
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t_start), 1e-3)
         res = _quiet_pdhg(sub, M0=M, y0=np.clip(y, 0.0, sub.coef), tol=tol, certificate_tol=certificate_tol,
@@ -447,14 +473,14 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         if gap <= tol or (settled and (gap <= certificate_tol or best.lb is None)):
             stop_reason = "converged"
             break
-        if n_iter >= max_iter:
+        if n_iter >= max_iter or rnd == max_rounds:
             break
         if time_limit is not None and time.perf_counter() - t_start > time_limit:
             stop_reason = "time_limit"
             break
         if outside == 0:   # W is right at this point: solve it further before the next pass
             budget = 2 * budget
-        y, n_add, n_drop = ws.update(scan, y, max_add)
+        y, hot, n_add, n_drop = ws.update(scan, y, max_add)
         added.append(n_add)
         dropped.append(n_drop)
     return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol,
