@@ -62,7 +62,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from cvxmetric._checks import check_int_in_range, check_nonnegative
+from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_nonnegative
 from cvxmetric.certificates import relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
@@ -73,7 +73,7 @@ from cvxmetric.models import HingeModel
 from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg
 from .result import SolverResult, make_result
 
-__all__ = ["solve_working_set", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet",
+__all__ = ["solve_working_set", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet", "carry",
            "WS_SLACK", "DROP_AFTER", "ROUND_ITER", "MAX_ROUNDS", "MAX_ADD", "MAX_START_HALVINGS"]
 
 #: A constraint counts as near the margin when :math:`t_c > -` ``WS_SLACK`` :math:`\bar\delta`:
@@ -121,11 +121,12 @@ class ConstraintPool:
     """The full constraint set of a hinge problem, as a working set sees it.
 
     Subclasses implement :meth:`scan`, :meth:`submodel`, :meth:`full_bound` and :meth:`initial`;
-    ``slack`` and ``margin_scale`` (:math:`\\bar\\delta`) define "near the margin".
+    ``slack`` and ``margin_scale`` (:math:`\\bar\\delta`) define "near the margin"; ``d`` is the dimension.
     """
 
     slack: float
     margin_scale: float
+    d: int
 
     def scan(self, M: np.ndarray) -> Scan:
         raise NotImplementedError
@@ -162,6 +163,7 @@ class ModelPool(ConstraintPool):
         if model.m == 0:
             raise ValueError("model has no constraints; a working set needs at least one hinge term")
         self.model = model
+        self.d = model.d
         self.slack = check_nonnegative(slack, "ws_slack")
         self.margin_scale = float(np.max(np.abs(model.constraints.delta)))
 
@@ -206,6 +208,7 @@ class ImpostorPool(ConstraintPool):
     def __init__(self, search: ImpostorSearch, regularization: float, slack: float = WS_SLACK,
                  max_triplets: Optional[int] = None):
         self.search = search
+        self.d = search.X.shape[1]
         self.regularization = float(regularization)
         self.slack = check_nonnegative(slack, "ws_slack")
         self.margin_scale = search.margin
@@ -274,11 +277,10 @@ class WorkingSet:
         out = ~np.isin(scan.ids, self.ids, assume_unique=True)
         return scan.ids[out], scan.margins[out]
 
-    def update(self, scan: Scan, y: np.ndarray, max_add: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    def update(self, scan: Scan, y: np.ndarray, max_add: int) -> tuple[np.ndarray, int, int]:
         """Drop the long-idle constraints, add the scanned ones outside W.
 
-        Returns ``(y on the new W, hot, number added, number dropped)``; ``hot`` marks the added
-        constraints that are violated at the scanned point (see :func:`warm_multipliers`).
+        Returns ``(y on the new W, number added, number dropped)``; added constraints start at 0.
         """
         near = np.isin(self.ids, scan.ids, assume_unique=True)
         self.idle = np.where(near | (y > 0), 0, self.idle + 1)
@@ -295,25 +297,7 @@ class WorkingSet:
         self.ids = np.union1d(old_ids, new)
         self.idle = np.zeros(self.ids.size, dtype=np.int64)
         self.idle[np.searchsorted(self.ids, old_ids)] = old_idle
-        hot = np.isin(self.ids, new[_margins_of(scan, new) > 0], assume_unique=True)
-        return carry(old_y, old_ids, self.ids), hot, int(new.size), n_drop
-
-
-def _margins_of(scan: Scan, ids: np.ndarray) -> np.ndarray:
-    """The scanned margins of ``ids`` (a subset of ``scan.ids``)."""
-    return scan.margins[np.searchsorted(scan.ids, ids)]
-
-
-def warm_multipliers(y: np.ndarray, hot: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    r"""Multipliers of a grown working set: the carried ``y``, and :math:`c_c` on the new violated
-    constraints (``hot``).
-
-    :math:`y_c = c_c` is the multiplier of a violated hinge (:math:`c_c[t]_+` has derivative
-    :math:`c_c` at :math:`t > 0`), so :math:`R + K^* y` starts as the objective's gradient at the
-    scanned point. Measured on digits' LMNN: new multipliers at 0 let PDHG's first steps follow
-    the pull term alone and shrink the identity to a point with objective 262,230 (3,812 at M = I).
-    """
-    return np.where(hot, coef, y)
+        return carry(old_y, old_ids, self.ids), int(new.size), n_drop
 
 
 def carry(y: np.ndarray, ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
@@ -326,9 +310,8 @@ def carry(y: np.ndarray, ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_options(ws_slack, drop_after, round_iter, max_rounds, max_add, max_iter):
-    ws_slack = check_nonnegative(ws_slack, "ws_slack")
-    return (ws_slack, check_int_in_range(drop_after, "drop_after", 0, 10**6),
+def _check_options(drop_after, round_iter, max_rounds, max_add, max_iter):
+    return (check_int_in_range(drop_after, "drop_after", 0, 10**6),
             check_int_in_range(round_iter, "round_iter", 1, 10**9),
             check_int_in_range(max_rounds, "max_rounds", 1, 10**6),
             check_int_in_range(max_add, "max_add", 0, 10**9),
@@ -393,8 +376,9 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
     max_iter : int
         Limit on the total PDHG iterations.
     tol, certificate_tol : float
-        PDHG's stopping tolerance in each round, and the certified relative gap of the *full*
-        problem that ``converged`` requires (and that stops the loop).
+        PDHG's stopping tolerance (each round, and the loop's rule read on the full problem,
+        module docstring), and the certified relative gap of the *full* problem that
+        ``converged`` requires.
     time_limit : float, optional
         Wall-clock limit in seconds.
     callback : callable, optional
@@ -427,25 +411,23 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
     """
     if not isinstance(pool, ConstraintPool):
         raise TypeError(f"pool must be a ConstraintPool; got {type(pool).__name__}")
-    _, drop_after, round_iter, max_rounds, max_add, max_iter = _check_options(
-        pool.slack, drop_after, round_iter, max_rounds, max_add, max_iter)
+    drop_after, round_iter, max_rounds, max_add, max_iter = _check_options(
+        drop_after, round_iter, max_rounds, max_add, max_iter)
     for name in ("M0", "y0", "warn"):
         if name in pdhg_options:
             raise ValueError(f"{name} is set by the working-set loop; pass M0 to the solver, not to each PDHG round")
+    M0 = as_square_symmetric(M0, "M0", d=pool.d, psd=True)
     t_start = time.perf_counter()
     ids, M = pool.initial(M0, max_add)
     ws = WorkingSet(ids, drop_after)
     y = np.zeros(len(ws))
     best = _Best()
-    start = pool.scan(M)
-    hot = np.isin(ws.ids, start.ids[start.margins > 0], assume_unique=True)
-    best.offer_point(start, M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
+    best.offer_point(pool.scan(M), M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
     history, sizes, iters, added, dropped = [], [], [], [], []
     n_iter, budget, warm = 0, round_iter, {}
     stop_reason = "max_iter"
     for rnd in range(1, max_rounds + 1):
         sub = pool.submodel(ws.ids)
-        y = warm_multipliers(y, hot, sub.coef)
         sizes.append(len(ws))
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t_start), 1e-3)
         res = _quiet_pdhg(sub, M0=M, y0=np.clip(y, 0.0, sub.coef), tol=tol, certificate_tol=certificate_tol,
@@ -482,7 +464,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
             break
         if outside == 0:   # W is right at this point: solve it further before the next pass
             budget = 2 * budget
-        y, hot, n_add, n_drop = ws.update(scan, y, max_add)
+        y, n_add, n_drop = ws.update(scan, y, max_add)
         added.append(n_add)
         dropped.append(n_drop)
     return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol,

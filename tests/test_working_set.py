@@ -111,16 +111,15 @@ def test_working_set_drops_and_readds():
     ws = WorkingSet(np.array([0, 1, 2, 5]), drop_after=1)
     # pass 1: only 0 near; 1 has a positive multiplier (kept), 2 and 5 idle -> dropped
     scan = Scan(np.array([0, 7]), np.array([0.5, 2.0]), 0.0)
-    y, hot, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
+    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
     np.testing.assert_array_equal(ws.ids, [0, 1, 7])
     np.testing.assert_array_equal(y, [0.3, 0.2, 0.0])
-    np.testing.assert_array_equal(hot, [False, False, True])
     assert (n_add, n_drop, ws.readded) == (1, 2, 0)
-    # pass 2: 2 is violated again -> re-added (hot), 1 idle with y = 0 now -> dropped
+    # pass 2: 2 is violated again -> re-added (multiplier 0), 1 idle with y = 0 now -> dropped
     scan = Scan(np.array([0, 2, 7]), np.array([0.1, 0.4, -0.01]), 0.0)
-    y, hot, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
+    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
     np.testing.assert_array_equal(ws.ids, [0, 2, 7])
-    np.testing.assert_array_equal(hot, [False, True, False])
+    np.testing.assert_array_equal(y, [0.3, 0.0, 0.1])
     assert (n_add, n_drop, ws.readded, ws.n_dropped) == (1, 1, 1, 3)
     # never drop with drop_after = 0
     keep = WorkingSet(np.array([3, 4]), drop_after=0)
