@@ -21,6 +21,9 @@ from .working_set import WS_SLACK, ModelPool, solve_working_set
 
 __all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS"]
 
+#: Options of the working set (``method="pdhg", working_set=True``) that no other path takes.
+WORKING_SET_OPTIONS = ("ws_slack", "drop_after", "round_iter", "max_rounds", "max_add")
+
 #: Full-matrix algorithms of :func:`solve_qwise`: the thesis' projected subgradient engine and the
 #: restarted primal-dual hybrid gradient method (much faster at d = 50 and thousands of constraints).
 QWISE_METHODS = ("subgradient", "pdhg")
@@ -57,6 +60,9 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         M0 = options.pop("M0", None)
         M0 = np.zeros((model.d, model.d)) if M0 is None else as_square_symmetric(M0, "M0", d=model.d, psd=True)
         return solve_working_set(pool, M0, solver_name="qwise-pdhg-ws", **options)
+    ws_only = sorted(set(options) & set(WORKING_SET_OPTIONS))
+    if ws_only:
+        raise ValueError(f"{', '.join(ws_only)} apply to method='pdhg' with working_set=True only")
     if method == "pdhg":
         return pdhg(model, solver_name="qwise-pdhg", **options)
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)
