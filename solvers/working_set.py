@@ -87,7 +87,8 @@ DROP_AFTER = 2
 #: PDHG iterations of the first round; doubled after every round whose full pass found no
 #: violated constraint outside W (only the restricted solve's accuracy is then missing). Short
 #: first rounds pay: the restricted optimum of a small W lies far outside W's region (digits'
-#: LMNN, tol 1e-2: 16 iterations per round 52 s, 64 per round 89 s, in one loaded run).
+#: LMNN, tol 1e-2, PDHG checks every 16 iterations: 16 per round 86 s, 64 per round 135 s, on a
+#: loaded machine; the work, sum over rounds of |W| x iterations, 11.1e6 vs 13.4e6).
 ROUND_ITER = 16
 #: Limit on the rounds (full passes).
 MAX_ROUNDS = 50
