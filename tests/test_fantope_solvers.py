@@ -208,10 +208,10 @@ def test_fast_mm_inner_pdhg_budget_and_warm_starts(monkeypatch):
     monkeypatch.setitem(fmm.INNER_SOLVERS, "pdhg", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = fantope_mm(model(small(4, 0)), max_outer=3)
+        res = fantope_mm(model(small(4, 0)), max_iter=3)
         default_calls = list(calls)
         calls.clear()
-        fantope_mm(model(small(4, 0)), max_outer=2, inner_options={"max_iter": 7, "tol": 1e-3})
+        fantope_mm(model(small(4, 0)), max_iter=2, inner_options={"max_iter": 7, "tol": 1e-3})
         fixed_calls = list(calls)
     assert len(default_calls) >= 2
     assert all(kw["max_iter"] == fmm.INNER_MAX_ITER for kw in default_calls)

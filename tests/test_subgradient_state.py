@@ -36,7 +36,7 @@ def _lmnn(seed=0):
 
 
 def _fantope(seed=0):
-    inst = synthetic_fantope(6, 1, 40, 120, seed=seed, mu=1.0, gamma=0.1, C_Q=0.3)
+    inst = synthetic_fantope(6, 1, 40, 120, seed=seed, reg_weight=1.0, trace_weight=0.1, C_Q=0.3)
     return fantope_model(inst.X, inst.constraints, **inst.params)
 
 
