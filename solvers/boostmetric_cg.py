@@ -39,8 +39,8 @@ import time
 
 import numpy as np
 
-from cvxmetric._checks import check_int_in_range, check_nonnegative, check_positive
-from cvxmetric.boostmetric import (SMOOTHING, BoostMetricCertifier, boostmetric_model, hinge_value,
+from cvxmetric._checks import check_int_in_range, check_positive
+from cvxmetric.boostmetric import (CG_COLUMNS, SMOOTHING, BoostMetricCertifier, boostmetric_model, hinge_value,
                                    lambda_max_column_generation, solve_restricted_lp)
 from cvxmetric.certificates import relative_gap
 
@@ -60,7 +60,8 @@ def solve_master_lp(H: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, f
 
 
 def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, max_iter: int = 1000,
-                         eig: str = "auto", smoothing: float = SMOOTHING) -> SolverResult:
+                         eig: str = "auto", smoothing: float | str = "auto", n_columns: int = CG_COLUMNS,
+                         warm: bool = True) -> SolverResult:
     r"""Solve the BoostMetric hinge SDP (eq. 5) by LP column generation (see the module docstring).
 
     Parameters
@@ -76,8 +77,15 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
         Maximum number of master LP solves.
     eig : {"auto", "dense", "lanczos"}
         Eigen-solver of the pricing step (see :meth:`cvxmetric.boostmetric.TripletGeometry.top_eigenpair`).
-    smoothing : float in [0, 1)
-        Wentges' dual smoothing :math:`\alpha`; 0 is the paper's plain column generation.
+    smoothing : float in [0, 1), "line-search" or "auto"
+        The dual stabilization (see :func:`cvxmetric.boostmetric.lambda_max_column_generation`):
+        Wentges' fixed :math:`\alpha` (0: none), the exact line search on :math:`\alpha`, or
+        ``"auto"`` (the line search with dense pricing, :math:`\alpha` = ``SMOOTHING`` with Lanczos).
+    n_columns : int
+        Leading eigenvectors priced per round; ``n_columns=1, smoothing=0`` is the paper's plain
+        rule (one column per round, the most violated eigenvector, no stabilization).
+    warm : bool
+        Warm start each master LP from the previous basis (False: cold solves, for comparison).
 
     Returns
     -------
@@ -91,9 +99,7 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
     t0 = time.perf_counter()
     tol = check_positive(tol, "tol")
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**7)
-    smoothing = check_nonnegative(smoothing, "smoothing")
-    if smoothing >= 1.0:
-        raise ValueError(f"smoothing must be in [0, 1); got {smoothing}")
+    n_columns = check_int_in_range(n_columns, "n_columns", 1, 10**6)
     model = boostmetric_model(X, triplets, loss="hinge", nu=nu)
     twin, c2 = model.normalized()
     nu = model.nu
@@ -103,7 +109,8 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
         return relative_gap(-p, -st.lam_best)
 
     st = lambda_max_column_generation(twin.geometry, nu, stop=lambda st: certified_gap(st) <= tol,
-                                      max_lp=max_iter, smoothing=smoothing, eig=eig)
+                                      max_lp=max_iter, smoothing=smoothing, eig=eig,
+                                      n_columns=n_columns, warm=warm)
     Xm = st.point()
     bound = BoostMetricCertifier(model, eig=eig).bound(st.u_best)
     return make_result("boostmetric-hinge-cg", objective=model.value(Xm), measure="certified_gap", tol=tol,
