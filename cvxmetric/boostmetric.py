@@ -65,6 +65,7 @@ __all__ = [
     "solve_restricted_lp",
     "MasterLP",
     "ColumnGeneration",
+    "column_point",
     "lambda_max_column_generation",
     "DualBound",
     "BoostMetricCertifier",
@@ -579,52 +580,6 @@ def solve_restricted_lp(H: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarr
     return lp.solve()
 
 
-@dataclass(eq=False)
-class ColumnGeneration:
-    r"""State of :func:`lambda_max_column_generation`.
-
-    Attributes
-    ----------
-    cols : ndarray, shape (d, J)
-        Unit columns :math:`v_j` (the last one may have been priced after the last LP).
-    H : ndarray, shape (m, J)
-        :math:`H_{rj} = \langle A_r, v_j v_j^\top\rangle`.
-    w, u, pi
-        The last LP's column weights (over the first ``w.size`` columns), dual weights and value.
-    u_best : ndarray, shape (m,)
-        The dual point with the smallest certified :math:`\lambda_{\max}(\hat A(u))` seen.
-    lam_best : float
-        That certified upper bound (:meth:`TripletGeometry.lambda_max_upper`).
-    n_lp, n_mispriced : int
-        LPs solved, and smoothed pricings that gave no improving column.
-    history : list of float
-        LP value per LP.
-    reason : str
-        ``"stop"`` (the caller's test held), ``"stalled"`` (no improving column at the LP's own
-        dual point: the restricted LP is optimal up to round-off) or ``"max_iter"``.
-    """
-
-    cols: np.ndarray
-    H: np.ndarray
-    u_best: np.ndarray
-    lam_best: float
-    w: np.ndarray | None = None
-    u: np.ndarray | None = None
-    pi: float = -np.inf
-    n_lp: int = 0
-    n_mispriced: int = 0
-    history: list = field(default_factory=list)
-    reason: str = ""
-
-    def point(self) -> np.ndarray:
-        r""":math:`X = \sum_j w_j v_j v_j^\top` of the last LP (PSD, trace one)."""
-        cols = self.cols[:, :self.w.size]
-        keep = self.w > 0
-        X = (cols[:, keep] * self.w[keep]) @ cols[:, keep].T
-        X = 0.5 * (X + X.T)
-        return X / np.trace(X)
-
-
 def _line_search_weight(A_best: np.ndarray, A_u: np.ndarray) -> float:
     r"""The :math:`\alpha \in [0, 1]` minimising :math:`\lambda_{\max}(\alpha \hat A(u_{\text{best}}) + (1 - \alpha)\hat A(u))`.
 
@@ -657,6 +612,137 @@ def _stabilization(smoothing, method: str) -> float | None:
     if not (0.0 <= alpha < 1.0):
         raise ValueError(f"smoothing must be in [0, 1) (0: the paper's plain rule); got {smoothing}")
     return alpha
+
+
+def column_point(V: np.ndarray, w: np.ndarray) -> np.ndarray:
+    r""":math:`X = \sum_j w_j v_j v_j^\top`, normalised to trace one (PSD): the point of column weights
+    ``w`` (shape (J,)) on unit columns ``V`` (shape (d, J))."""
+    keep = w > 0
+    X = (V[:, keep] * w[keep]) @ V[:, keep].T
+    X = 0.5 * (X + X.T)
+    return X / np.trace(X)
+
+
+@dataclass(eq=False)
+class ColumnGeneration:
+    r"""State of the column generation of :func:`lambda_max_column_generation`, one
+    :meth:`step` per master LP.
+
+    Attributes
+    ----------
+    geom : TripletGeometry
+    cap : float
+    cols : ndarray, shape (d, J)
+        Unit columns :math:`v_j` (the last ones may have been priced after the last LP).
+    H : ndarray, shape (m, J)
+        :math:`H_{rj} = \langle A_r, v_j v_j^\top\rangle`.
+    lp : MasterLP
+        The master LP over the columns (its rows follow ``cols``).
+    w, u, pi
+        The last LP's column weights (over the first ``w.size`` columns), dual weights and value.
+    u_best : ndarray, shape (m,)
+        The dual point with the smallest certified :math:`\lambda_{\max}(\hat A(u))` seen.
+    lam_best : float
+        That certified upper bound (:meth:`TripletGeometry.lambda_max_upper`).
+    n_lp, n_mispriced : int
+        LPs solved, and stabilized pricings that gave no improving column.
+    history : list of float
+        LP value per LP.
+    reason : str
+        ``"stop"`` (the caller's test held), ``"stalled"`` (no improving column at the LP's own
+        dual point: the restricted LP is optimal up to round-off) or ``"max_iter"``.
+    method : {"dense", "lanczos"}
+    alpha : float or None
+        Wentges' fixed smoothing weight, or None for the line search (then ``A_best`` is
+        :math:`\hat A(u_{\text{best}})`, dense).
+    n_columns : int
+    """
+
+    geom: TripletGeometry
+    cap: float
+    cols: np.ndarray
+    H: np.ndarray
+    lp: MasterLP
+    u_best: np.ndarray
+    lam_best: float
+    method: str = "dense"
+    alpha: float | None = SMOOTHING
+    n_columns: int = CG_COLUMNS
+    A_best: np.ndarray | None = None
+    idle: np.ndarray | None = None
+    w: np.ndarray | None = None
+    u: np.ndarray | None = None
+    pi: float = -np.inf
+    n_lp: int = 0
+    n_mispriced: int = 0
+    history: list = field(default_factory=list)
+    reason: str = ""
+
+    @classmethod
+    def start(cls, geom: TripletGeometry, cap: float, *, smoothing: float | str = "auto", eig: str = "auto",
+              V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS, warm: bool = True) -> "ColumnGeneration":
+        """The state before the first LP: the top eigenvector at uniform u (and ``V0``) as columns."""
+        m = geom.m
+        method = geom.eig_method(eig)
+        alpha = _stabilization(smoothing, method)
+        u0 = np.full(m, 1.0 / m)
+        lam, v = geom.lambda_max_upper(u0, method=method)
+        cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
+        H = geom.columns(cols)
+        lp = MasterLP(m, cap, power_of_two(geom.column_bound()), warm=warm)
+        lp.add_columns(H)
+        return cls(geom=geom, cap=cap, cols=cols, H=H, lp=lp, u_best=u0, lam_best=lam, method=method,
+                   alpha=alpha, n_columns=int(n_columns), A_best=geom.weighted_sum(u0) if alpha is None else None,
+                   idle=np.zeros(cols.shape[1], dtype=np.int64))
+
+    def offer_dual(self, u: np.ndarray, lam: float, A_u: np.ndarray | None = None) -> None:
+        r"""Take ``u`` as the stabilization center if its certified :math:`\lambda_{\max}` bound ``lam``
+        is the best seen (``A_u`` = :math:`\hat A(u)` if known)."""
+        if lam < self.lam_best:
+            self.lam_best, self.u_best = float(lam), u
+            if self.alpha is None:
+                self.A_best = self.geom.weighted_sum(u) if A_u is None else A_u
+
+    def step(self) -> bool:
+        """One master LP and one pricing round; returns whether improving columns were added."""
+        geom = self.geom
+        w, u, pi = self.lp.solve()
+        self.idle = np.where(w > 0, 0, self.idle + 1)
+        keep = self.idle <= PRUNE_IDLE_LPS
+        if not np.all(keep):   # the LP optimum keeps its columns, so pi cannot decrease
+            self.lp.keep_columns(keep)
+            self.cols, self.H, w, self.idle = self.cols[:, keep], self.H[:, keep], w[keep], self.idle[keep]
+        self.w, self.u, self.pi = w, u, pi
+        self.n_lp += 1
+        self.history.append(pi)
+        A_u = geom.weighted_sum(u) if self.alpha is None else None
+        alpha = _line_search_weight(self.A_best, A_u) if self.alpha is None else self.alpha
+        while True:
+            u_s = alpha * self.u_best + (1.0 - alpha) * u
+            lam, V = geom.lambda_max_upper(u_s, method=self.method, v0=self.cols[:, int(np.argmax(w))],
+                                           k=self.n_columns)
+            self.offer_dual(u_s, lam, None if A_u is None else alpha * self.A_best + (1.0 - alpha) * A_u)
+            h = geom.columns(V)
+            improving = h.T @ u - pi > geom.roundoff(u)
+            if np.any(improving) or alpha == 0.0:
+                break
+            alpha = 0.0  # mis-pricing: the stabilized point gave no improving column; price at u
+            self.n_mispriced += 1
+        if not np.any(improving):
+            return False
+        self.lp.add_columns(h[:, improving])
+        self.cols = np.column_stack([self.cols, V[:, improving]])
+        self.H = np.column_stack([self.H, h[:, improving]])
+        self.idle = np.append(self.idle, np.zeros(int(improving.sum()), dtype=np.int64))
+        return True
+
+    def value(self) -> float:
+        r"""The paper's hinge value :math:`p(X)` of the last LP's point (its margins :math:`H w`)."""
+        return hinge_value(self.H[:, :self.w.size] @ self.w, self.cap)
+
+    def point(self) -> np.ndarray:
+        r""":math:`X = \sum_j w_j v_j v_j^\top` of the last LP (PSD, trace one)."""
+        return column_point(self.cols[:, :self.w.size], self.w)
 
 
 def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max_lp: int,
@@ -704,52 +790,15 @@ def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max
     -------
     ColumnGeneration
     """
-    m = geom.m
-    method = geom.eig_method(eig)
-    fixed_alpha = _stabilization(smoothing, method)
-    u0 = np.full(m, 1.0 / m)
-    lam, v = geom.lambda_max_upper(u0, method=method)
-    cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
-    st = ColumnGeneration(cols=cols, H=geom.columns(cols), u_best=u0, lam_best=lam)
-    lp = MasterLP(m, cap, power_of_two(geom.column_bound()), warm=warm)
-    lp.add_columns(st.H)
-    A_best = geom.weighted_sum(u0) if fixed_alpha is None else None
-    idle = np.zeros(cols.shape[1], dtype=np.int64)   # LPs since each column last had weight
+    st = ColumnGeneration.start(geom, cap, smoothing=smoothing, eig=eig, V0=V0, n_columns=n_columns, warm=warm)
     for _ in range(max_lp):
-        w, u, pi = lp.solve()
-        idle = np.where(w > 0, 0, idle + 1)
-        keep = idle <= PRUNE_IDLE_LPS
-        if not np.all(keep):   # the LP optimum keeps its columns, so pi cannot decrease
-            lp.keep_columns(keep)
-            st.cols, st.H, w, idle = st.cols[:, keep], st.H[:, keep], w[keep], idle[keep]
-        st.w, st.u, st.pi = w, u, pi
-        st.n_lp += 1
-        st.history.append(pi)
-        A_u = geom.weighted_sum(u) if fixed_alpha is None else None
-        alpha = _line_search_weight(A_best, A_u) if fixed_alpha is None else fixed_alpha
-        while True:
-            u_s = alpha * st.u_best + (1.0 - alpha) * u
-            lam, V = geom.lambda_max_upper(u_s, method=method, v0=st.cols[:, int(np.argmax(w))], k=n_columns)
-            if lam < st.lam_best:
-                st.lam_best, st.u_best = lam, u_s
-                if A_best is not None:
-                    A_best = alpha * A_best + (1.0 - alpha) * A_u
-            h = geom.columns(V)
-            improving = h.T @ u - pi > geom.roundoff(u)
-            if np.any(improving) or alpha == 0.0:
-                break
-            alpha = 0.0  # mis-pricing: the stabilized point gave no improving column; price at u
-            st.n_mispriced += 1
+        added = st.step()
         if stop(st):
             st.reason = "stop"
             return st
-        if not np.any(improving):
+        if not added:
             st.reason = "stalled"
             return st
-        lp.add_columns(h[:, improving])
-        st.cols = np.column_stack([st.cols, V[:, improving]])
-        st.H = np.column_stack([st.H, h[:, improving]])
-        idle = np.append(idle, np.zeros(int(improving.sum()), dtype=np.int64))
     st.reason = "max_iter"
     return st
 
