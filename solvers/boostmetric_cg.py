@@ -286,8 +286,8 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
     smoothing : float in [0, 1), "line-search" or "auto"
         The dual stabilization of the X side (see
         :func:`cvxmetric.boostmetric.lambda_max_column_generation`): Wentges' fixed :math:`\alpha`
-        (0: none), the exact line search on :math:`\alpha`, or ``"auto"`` (the line search with
-        dense pricing, :math:`\alpha` = ``SMOOTHING`` with Lanczos).
+        (0: none), the exact line search on :math:`\alpha`, or ``"auto"`` (the line search up to
+        d = ``LINE_SEARCH_MAX_D``, :math:`\alpha` = ``SMOOTHING`` above).
     n_columns : int
         Leading eigenvectors priced per round on the X side.
     slack : bool or "auto"
