@@ -243,14 +243,14 @@ class TripletGeometry:
         return ROUNDOFF_ULPS_PER_TERM * (self.m + self.d) * np.finfo(np.float64).eps * self.weight_scale(u)
 
     def lambda_max_upper(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
-                         k: int = 1) -> tuple[float, np.ndarray]:
+                         k: int = 1, A: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         r"""A certified upper bound on :math:`\lambda_{\max}(\hat A(u))` and the top eigenvector(s).
 
         The computed eigenvalue plus the eigen-solver's residual (Lanczos) plus the round-off
         allowance :meth:`roundoff`. Returns the bound and the ``k``
-        leading unit eigenvectors, shape (d, k).
+        leading unit eigenvectors, shape (d, k). ``A``: :math:`\hat A(u)` if already formed (dense path).
         """
-        lam, V, resid = self.top_eigenpair(u, method=method, v0=v0, k=min(int(k), self.d))
+        lam, V, resid = self.top_eigenpair(u, method=method, v0=v0, k=min(int(k), self.d), A=A)
         return float(lam[0]) + resid + self.roundoff(u), V
 
     # ----------------------------------------------------------------- margins and columns
@@ -285,7 +285,7 @@ class TripletGeometry:
                               dtype=np.float64)
 
     def top_eigenpair(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
-                      k: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
+                      k: int = 1, A: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
         r"""Largest eigenvalue(s) and eigenvector(s) of :math:`\hat A(u)` (the base learner, eq. 18).
 
         Parameters
@@ -299,6 +299,9 @@ class TripletGeometry:
             Lanczos starting vector (e.g. the previous eigenvector).
         k : int
             Number of leading eigenpairs.
+        A : ndarray, shape (d, d), optional
+            :math:`\hat A(u)` if the caller has formed it (used by the dense path instead of
+            :meth:`weighted_sum`).
 
         Returns
         -------
@@ -315,7 +318,7 @@ class TripletGeometry:
         if method == "lanczos" and k >= self.d - 1:
             method = "dense"  # ARPACK needs k < d - 1
         if method == "dense":
-            lam, V = np.linalg.eigh(self.weighted_sum(u))
+            lam, V = np.linalg.eigh(self.weighted_sum(u) if A is None else A)
             lam, V = lam[::-1][:k].copy(), V[:, ::-1][:, :k].copy()
             return lam, V, 0.0
         from scipy.sparse.linalg import eigsh
@@ -724,9 +727,10 @@ class ColumnGeneration:
         alpha = _line_search_weight(self.A_best, A_u) if self.alpha is None else self.alpha
         while True:
             u_s = alpha * self.u_best + (1.0 - alpha) * u
+            A_s = None if A_u is None else alpha * self.A_best + (1.0 - alpha) * A_u
             lam, V = geom.lambda_max_upper(u_s, method=self.method, v0=self.cols[:, int(np.argmax(w))],
-                                           k=self.n_columns)
-            self.offer_dual(u_s, lam, None if A_u is None else alpha * self.A_best + (1.0 - alpha) * A_u)
+                                           k=self.n_columns, A=A_s)
+            self.offer_dual(u_s, lam, A_s)
             h = geom.columns(V)
             improving = h.T @ u - pi > geom.roundoff(u)
             if np.any(improving) or alpha == 0.0:
@@ -735,11 +739,16 @@ class ColumnGeneration:
             self.n_mispriced += 1
         if not np.any(improving):
             return False
-        self.lp.add_columns(h[:, improving])
-        self.cols = np.column_stack([self.cols, V[:, improving]])
-        self.H = np.column_stack([self.H, h[:, improving]])
-        self.idle = np.append(self.idle, np.zeros(int(improving.sum()), dtype=np.int64))
+        self.add_columns(V[:, improving], h[:, improving])
         return True
+
+    def add_columns(self, V: np.ndarray, H: np.ndarray | None = None) -> None:
+        """Add unit columns ``V`` (shape (d, k); ``H`` = :meth:`TripletGeometry.columns` of them if known)."""
+        H = self.geom.columns(V) if H is None else H
+        self.lp.add_columns(H)
+        self.cols = np.column_stack([self.cols, V])
+        self.H = np.column_stack([self.H, H])
+        self.idle = np.append(self.idle, np.zeros(V.shape[1], dtype=np.int64))
 
     def value(self) -> float:
         r"""The paper's hinge value :math:`p(X)` of the last LP's point (its margins :math:`H w`)."""

@@ -332,8 +332,9 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
                 best.update(p=p, source="columns", cols=cols.cols[:, :cols.w.size], w=cols.w)
         else:
             u, Xs, added = slack_cg.step()
-            lam, _ = geom.lambda_max_upper(u, method=cols.method)
-            cols.offer_dual(u, lam)
+            A_u = geom.weighted_sum(u) if cols.method == "dense" else None
+            lam, _ = geom.lambda_max_upper(u, method=cols.method, A=A_u)
+            cols.offer_dual(u, lam, A_u)
             Xp = project_trace_one(Xs)
             p = hinge_value(geom.margins(Xp), nu)
             if p > best["p"]:
