@@ -523,6 +523,11 @@ class MasterLP:
         self._h.addRows(k, np.full(k, -self._inf), np.zeros(k), rows.size, starts, index, rows.reshape(-1))
         self.n_columns += k
 
+    @property
+    def size(self) -> int:
+        """Nonzeros of the LP: (m + 1) per column row, plus the simplex row."""
+        return (self.m + 1) * self.n_columns + self.m
+
     def keep_columns(self, keep: np.ndarray) -> None:
         """Delete the rows of the columns with ``keep[j] == False``."""
         drop = np.flatnonzero(~np.asarray(keep, dtype=bool))
