@@ -68,8 +68,9 @@ def _truth(name: str, cap: float, mem_gb: float) -> dict:
         return {"finished": False, "why": f"did not finish in {cap:.0f} s"}
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
-        why = f"memory cap {mem_gb:g} GB" if "MemoryError" in out.stderr or "alloc" in out.stderr.lower() else tail
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:80]
+        memory = "MemoryError" in out.stderr or "memory allocation" in out.stderr
+        why = f"over the {mem_gb:g} GB memory cap: {tail}" if memory else tail
         return {"finished": False, "why": f"failed after {time.perf_counter() - t:.0f} s ({why})"}
     res = json.loads(lines[-1])
     if res["wall"] > cap:

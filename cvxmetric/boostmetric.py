@@ -117,8 +117,8 @@ LINE_SEARCH_MAX_D = 32
 
 #: Columns priced per LP by :func:`lambda_max_column_generation` (the leading eigenvectors of
 #: A(u) with a positive reduced cost). Measured on circles (d = 10, 540 triplets) to a 1e-7
-#: certified gap (LPs with 1 / 3 / 5 columns): iris 60 / 56 / 57, wine 108 / 66 / 66, circles
-#: 354 / 130 / 85 (13 s / 6.6 s / 4.7 s).
+#: certified gap (LPs with 1 / 3 / 5 columns, alpha = 0.7, the former cold scipy LP): iris
+#: 60 / 56 / 57, wine 108 / 66 / 66, circles 354 / 130 / 85 (13 s / 6.6 s / 4.7 s).
 CG_COLUMNS = 5
 
 #: Column generation drops a column that has had zero weight in this many consecutive LPs: the

@@ -229,7 +229,7 @@ class SlackColumnGeneration:
     @property
     def size(self) -> int:
         """Nonzeros of the LP (the scheduler's measure of a step's work)."""
-        return (self.n_x + 1) * (self.m + 1) + self.n_x * self._h.getNumCol()
+        return self.n_x * self._h.getNumCol() + self.m
 
 
 @dataclass
