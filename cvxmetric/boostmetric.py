@@ -62,6 +62,7 @@ __all__ = [
     "loss_value",
     "loss_weights",
     "project_capped_simplex",
+    "project_spectraplex",
     "solve_restricted_lp",
     "MasterLP",
     "ColumnGeneration",
@@ -439,6 +440,17 @@ def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.
         lo, hi, flo, fhi = br[j - 1], br[j], fb[j - 1], fb[j]
         tau = hi if flo == fhi else lo + (flo - total) * (hi - lo) / (flo - fhi)
     return np.clip(z - tau, 0.0, cap)
+
+
+def project_spectraplex(X: np.ndarray) -> np.ndarray:
+    r"""Projection of a symmetric X onto :math:`\{X \succeq 0, \mathrm{tr}X = 1\}` (its eigenvalues
+    projected onto the simplex, :func:`project_capped_simplex` with cap 1)."""
+    X = np.asarray(X, dtype=np.float64)
+    lam, V = np.linalg.eigh(0.5 * (X + X.T))
+    lam = project_capped_simplex(lam, 1.0)
+    P = (V * lam) @ V.T
+    P = 0.5 * (P + P.T)
+    return P / np.trace(P)
 
 
 def power_of_two(x: float, *, even: bool = False) -> float:

@@ -63,9 +63,8 @@ import numpy as np
 from cvxmetric._checks import check_int_in_range, check_positive
 from cvxmetric.boostmetric import (CG_COLUMNS, LP_OPTIONS, SMOOTHING, BoostMetricCertifier, ColumnGeneration,
                                    TripletGeometry, boostmetric_model, column_point, hinge_value, power_of_two,
-                                   project_capped_simplex, solve_restricted_lp)
+                                   project_capped_simplex, project_spectraplex, solve_restricted_lp)
 from cvxmetric.certificates import relative_gap
-from cvxmetric.formulations.boostmetric import project_trace_one
 from cvxmetric.linalg import svec, svec_outer
 
 from .result import SolverResult, make_result
@@ -92,6 +91,9 @@ SCHEDULE_REFRESH = 5
 #: A slack column is added for every eigenvalue of the slack LP's X below
 #: -SLACK_NEGATIVE_RTOL * max|eig(X)| (round-off of the LP's multipliers is not a violation).
 SLACK_NEGATIVE_RTOL = 1e-12
+
+#: HiGHS's ``simplex_strategy`` value of the primal simplex.
+HIGHS_PRIMAL_SIMPLEX = 4
 
 
 def solve_master_lp(H: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -216,6 +218,11 @@ class SlackColumnGeneration:
         if status != self._model_status.kOptimal:
             raise RuntimeError(f"slack LP: HiGHS ended with status {self._h.modelStatusToString(status)}")
         self.n_lp += 1
+        if self.n_lp == 1:
+            # new slack columns keep the optimal basis primal feasible: re-solve by primal simplex
+            # from it (the cold first solve is faster by HiGHS's default dual simplex). Measured on
+            # circles: 1.8 ms against 2.2 ms per re-solve, 0.08 s against 0.10-0.13 s in all.
+            self._h.setOptionValue("simplex_strategy", HIGHS_PRIMAL_SIMPLEX)
         sol = self._h.getSolution()
         u = project_capped_simplex(np.asarray(sol.col_value)[:self.m], self.cap)
         # stationarity in pi: 1 + svec(I) . y / s = 0, so X = -smat(y / s) has trace one
@@ -353,7 +360,7 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
             A_u = geom.weighted_sum(u) if cols.method == "dense" else None
             lam, _ = geom.lambda_max_upper(u, method=cols.method, A=A_u)
             cols.offer_dual(u, lam, A_u)
-            Xp = project_trace_one(Xs)
+            Xp = project_spectraplex(Xs)
             p = hinge_value(geom.margins(Xp), nu)
             if p > best["p"]:
                 best.update(p=p, source="slack", X=Xp)
