@@ -140,7 +140,8 @@ class SlackColumnGeneration:
               + \textstyle\sum_k \mu_k s_k s_k^\top\big) / s = 0,\quad 1^\top u = 1,\quad
               0 \le u \le \nu,\quad \mu \ge 0,
 
-    with :math:`\mathrm{svec}` the upper triangle of :func:`cvxmetric.linalg.svec` (the coefficient
+    with :math:`\mathrm{svec}` the upper triangle of :func:`cvxmetric.linalg.svec` (the coefficients
+    are :func:`cvxmetric.linalg.svec_outer` rows, so that the multiplier vector of the equality
     rows is :math:`\mathrm{svec}(X)`) and :math:`s` a power of two of the entries' size. The first
     slack columns are :math:`e_i` and :math:`(e_i \pm e_j)/\sqrt 2`, whose cone is the diagonally
     dominant matrices: the LP is then feasible and bounded (:math:`X_{ii} \ge 0`,
