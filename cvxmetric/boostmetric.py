@@ -100,7 +100,7 @@ ROUNDOFF_ULPS_PER_TERM = 1.0
 #: the LP keeps improving down to the round-off of H.
 LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
-#: Wentges' dual smoothing weight of :func:`lambda_max_column_generation` (its Lanczos path, or
+#: Wentges' dual smoothing weight of :func:`lambda_max_column_generation` (above LINE_SEARCH_MAX_D, or
 #: when asked for): price at alpha * u_best + (1 - alpha) * u_LP. Measured on wine (60 points,
 #: 540 triplets, nu = 10/m): 277 LPs without smoothing, 133 with 0.5, 115 with 0.7.
 SMOOTHING = 0.7
@@ -225,13 +225,13 @@ class TripletGeometry:
         :math:`v_j`: the size of the master LP's entries (:class:`MasterLP`)."""
         return float(np.max(self._sizes))
 
-    def eig_method(self, method: str = "auto") -> str:
-        """The eigen-solver ``method`` resolves to: ``"auto"`` is dense up to ``DENSE_EIG_MAX_D``."""
-        if method not in ("auto", "dense", "lanczos"):
-            raise ValueError(f"method must be 'auto', 'dense' or 'lanczos'; got {method!r}")
-        if method == "auto":
+    def eig_method(self, eig: str = "auto") -> str:
+        """The eigen-solver ``eig`` resolves to: ``"auto"`` is dense up to ``DENSE_EIG_MAX_D``."""
+        if eig not in ("auto", "dense", "lanczos"):
+            raise ValueError(f"eig must be 'auto', 'dense' or 'lanczos'; got {eig!r}")
+        if eig == "auto":
             return "dense" if self.d <= DENSE_EIG_MAX_D else "lanczos"
-        return method
+        return eig
 
     def data_scale(self) -> float:
         r"""The data's squared scale as a power of 4: :math:`c^2 = 4^k` nearest (in log) to the mean
@@ -243,15 +243,16 @@ class TripletGeometry:
         """Round-off allowance of :math:`\\hat A(u)` and its eigenvalues (see ``ROUNDOFF_ULPS_PER_TERM``)."""
         return ROUNDOFF_ULPS_PER_TERM * (self.m + self.d) * np.finfo(np.float64).eps * self.weight_scale(u)
 
-    def lambda_max_upper(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
-                         k: int = 1, A: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    def lambda_max_upper(self, u: np.ndarray, *, eig: str = "auto", v0: np.ndarray | None = None,
+                         n_vectors: int = 1, A: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         r"""A certified upper bound on :math:`\lambda_{\max}(\hat A(u))` and the top eigenvector(s).
 
         The computed eigenvalue plus the eigen-solver's residual (Lanczos) plus the round-off
-        allowance :meth:`roundoff`. Returns the bound and the ``k``
-        leading unit eigenvectors, shape (d, k). ``A``: :math:`\hat A(u)` if already formed (dense path).
+        allowance :meth:`roundoff`. Returns the bound and the ``n_vectors``
+        leading unit eigenvectors, shape (d, n_vectors). ``A``: :math:`\hat A(u)` if already formed
+        (dense path).
         """
-        lam, V, resid = self.top_eigenpair(u, method=method, v0=v0, k=min(int(k), self.d), A=A)
+        lam, V, resid = self.top_eigenpair(u, eig=eig, v0=v0, n_vectors=min(int(n_vectors), self.d), A=A)
         return float(lam[0]) + resid + self.roundoff(u), V
 
     # ----------------------------------------------------------------- margins and columns
@@ -285,40 +286,40 @@ class TripletGeometry:
                               matmat=lambda V: self.apply(u, V), rmatvec=lambda v: self.apply(u, v),
                               dtype=np.float64)
 
-    def top_eigenpair(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
-                      k: int = 1, A: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    def top_eigenpair(self, u: np.ndarray, *, eig: str = "auto", v0: np.ndarray | None = None,
+                      n_vectors: int = 1, A: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
         r"""Largest eigenvalue(s) and eigenvector(s) of :math:`\hat A(u)` (the base learner, eq. 18).
 
         Parameters
         ----------
         u : ndarray, shape (m,)
-        method : {"auto", "dense", "lanczos"}
+        eig : {"auto", "dense", "lanczos"}
             ``"dense"`` builds :math:`\hat A(u)` from the difference vectors and calls ``eigh``;
             ``"lanczos"`` runs ``eigsh`` on :meth:`operator`; ``"auto"`` is dense up to
             ``DENSE_EIG_MAX_D``.
         v0 : ndarray, shape (d,), optional
             Lanczos starting vector (e.g. the previous eigenvector).
-        k : int
-            Number of leading eigenpairs.
+        n_vectors : int
+            Number of leading eigenpairs (scipy's ``k``).
         A : ndarray, shape (d, d), optional
             :math:`\hat A(u)` if the caller has formed it (used by the dense path instead of
             :meth:`weighted_sum`).
 
         Returns
         -------
-        lam : ndarray, shape (k,)
+        lam : ndarray, shape (n_vectors,)
             Eigenvalues, largest first.
-        V : ndarray, shape (d, k)
+        V : ndarray, shape (d, n_vectors)
             Unit eigenvectors.
         residual : float
             :math:`\max_i \|\hat A v_i - \lambda_i v_i\|`: a bound on how far ``lam[0]`` can be from an
             eigenvalue (0 up to round-off for the dense path).
         """
-        k = int(k)
-        method = self.eig_method(method)
-        if method == "lanczos" and k >= self.d - 1:
-            method = "dense"  # ARPACK needs k < d - 1
-        if method == "dense":
+        k = int(n_vectors)
+        path = self.eig_method(eig)
+        if path == "lanczos" and k >= self.d - 1:
+            path = "dense"  # ARPACK needs k < d - 1
+        if path == "dense":
             lam, V = np.linalg.eigh(self.weighted_sum(u) if A is None else A)
             lam, V = lam[::-1][:k].copy(), V[:, ::-1][:, :k].copy()
             return lam, V, 0.0
@@ -676,7 +677,8 @@ class ColumnGeneration:
     reason : str
         ``"stop"`` (the caller's test held), ``"stalled"`` (no improving column at the LP's own
         dual point: the restricted LP is optimal up to round-off) or ``"max_iter"``.
-    method : {"dense", "lanczos"}
+    eig : {"dense", "lanczos"}
+        The eigen-solver of the pricing step (resolved from ``"auto"``).
     alpha : float or None
         Wentges' fixed smoothing weight, or None for the line search (then ``A_best`` is
         :math:`\hat A(u_{\text{best}})`, dense).
@@ -690,7 +692,7 @@ class ColumnGeneration:
     lp: MasterLP
     u_best: np.ndarray
     lam_best: float
-    method: str = "dense"
+    eig: str = "dense"
     alpha: float | None = SMOOTHING
     n_columns: int = CG_COLUMNS
     A_best: np.ndarray | None = None
@@ -708,15 +710,15 @@ class ColumnGeneration:
               V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS, warm: bool = True) -> "ColumnGeneration":
         """The state before the first LP: the top eigenvector at uniform u (and ``V0``) as columns."""
         m = geom.m
-        method = geom.eig_method(eig)
+        path = geom.eig_method(eig)
         alpha = _stabilization(smoothing, geom.d)
         u0 = np.full(m, 1.0 / m)
-        lam, v = geom.lambda_max_upper(u0, method=method)
+        lam, v = geom.lambda_max_upper(u0, eig=path)
         cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
         H = geom.columns(cols)
         lp = MasterLP(m, cap, power_of_two(geom.column_bound()), warm=warm)
         lp.add_columns(H)
-        return cls(geom=geom, cap=cap, cols=cols, H=H, lp=lp, u_best=u0, lam_best=lam, method=method,
+        return cls(geom=geom, cap=cap, cols=cols, H=H, lp=lp, u_best=u0, lam_best=lam, eig=path,
                    alpha=alpha, n_columns=int(n_columns), A_best=geom.weighted_sum(u0) if alpha is None else None,
                    idle=np.zeros(cols.shape[1], dtype=np.int64))
 
@@ -745,8 +747,8 @@ class ColumnGeneration:
         while True:
             u_s = alpha * self.u_best + (1.0 - alpha) * u
             A_s = None if A_u is None else alpha * self.A_best + (1.0 - alpha) * A_u
-            lam, V = geom.lambda_max_upper(u_s, method=self.method, v0=self.cols[:, int(np.argmax(w))],
-                                           k=self.n_columns, A=A_s)
+            lam, V = geom.lambda_max_upper(u_s, eig=self.eig, v0=self.cols[:, int(np.argmax(w))],
+                                           n_vectors=self.n_columns, A=A_s)
             self.offer_dual(u_s, lam, A_s)
             h = geom.columns(V)
             improving = h.T @ u - pi > geom.roundoff(u)
@@ -1063,7 +1065,7 @@ class BoostMetricCertifier:
         model = self.model
         geom, nu = model.geometry, model.nu
         u = self.repair(u)
-        lam, _ = geom.lambda_max_upper(u, method=self.eig)
+        lam, _ = geom.lambda_max_upper(u, eig=self.eig)
         if model.loss == "hinge":
             return DualBound(-lam, u, lam, "hinge: u projected onto U_nu, bound -lambda_max(A(u))")
         if model.loss == "logistic":

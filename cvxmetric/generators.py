@@ -79,19 +79,21 @@ def pairs_from_labels(y, *, n_similar: int, n_dissimilar: int, u: float, l: floa
     return ConstraintSet.concatenate(*sets)
 
 
-def target_neighbors(X, y, k: int) -> np.ndarray:
-    r"""The ``k`` nearest same-class neighbours of every point (Euclidean, fixed; LMNN).
+def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
+    r"""The ``n_neighbors`` nearest same-class neighbours of every point (Euclidean, fixed; LMNN).
 
     Returns
     -------
-    ndarray of int, shape (n, k)
+    ndarray of int, shape (n, n_neighbors)
         Row ``i`` lists the targets of point ``i``, nearest first (ties broken by index).
 
     Raises
     ------
     ValueError
-        If ``k < 1`` or some class has ``k`` or fewer members, or there is a single class.
+        If ``n_neighbors < 1`` or some class has ``n_neighbors`` or fewer members, or there is a
+        single class.
     """
+    k = n_neighbors
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
     members = _class_members(y)
@@ -99,10 +101,10 @@ def target_neighbors(X, y, k: int) -> np.ndarray:
         raise ValueError("y has a single class; LMNN needs at least two classes for impostors")
     smallest = min(len(v) for v in members.values())
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an integer; got {k!r} ({type(k).__name__})")
+        raise TypeError(f"n_neighbors must be an integer; got {k!r} ({type(k).__name__})")
     if not 1 <= k < smallest:
         raise ValueError(
-            f"k must be in [1, {smallest - 1}] (smallest class has {smallest} points); got k={k}"
+            f"n_neighbors must be in [1, {smallest - 1}] (smallest class has {smallest} points); got n_neighbors={k}"
         )
     out = np.empty((X.shape[0], k), dtype=np.int64)
     for idx in members.values():
@@ -115,22 +117,26 @@ def target_neighbors(X, y, k: int) -> np.ndarray:
     return out
 
 
-def lmnn_constraints(X, y, k: int, *, mu: float = 0.5, margin: float = 1.0):
+def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, margin: float = 1.0):
     r"""LMNN's target pairs and full impostor triplet set (DESIGN §5.2).
 
     Returns
     -------
-    targets : ndarray of int, shape (n * k, 2)
+    targets : ndarray of int, shape (n * n_neighbors, 2)
         The pairs :math:`(i, j)` with :math:`j` a target neighbour of :math:`i`.
     triplets : ConstraintSet
         All :math:`(i, j, l)` with :math:`j` a target of :math:`i` and :math:`y_l \ne y_i`,
-        margin ``margin`` and weight ``mu``. Its size is :math:`n k (n - n_{y_i})`: materialise it
+        margin ``margin`` and weight ``1 - regularization`` (``regularization`` is the weight of
+        the pull term, in (0, 1)). Its size is :math:`n k (n - n_{y_i})`: materialise it
         only for small data (the LMNN solver generates impostors on the fly for large data).
     """
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
-    mu = check_positive(mu, "mu")
+    regularization = check_positive(regularization, "regularization")
+    if not regularization < 1.0:
+        raise ValueError(f"regularization must be in (0, 1) (the weight of the pull term); got {regularization}")
     margin = check_positive(margin, "margin")
+    k = n_neighbors
     T = target_neighbors(X, y, k)
     n = X.shape[0]
     tg = np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
@@ -139,7 +145,7 @@ def lmnn_constraints(X, y, k: int, *, mu: float = 0.5, margin: float = 1.0):
         others = np.flatnonzero(y != y[a])
         rows.append(np.column_stack([np.full(others.size, a), np.full(others.size, b), others]))
     trip = np.concatenate(rows) if rows else np.zeros((0, 3), dtype=np.int64)
-    return tg, ConstraintSet.from_triplets(trip, delta=margin, weight=mu)
+    return tg, ConstraintSet.from_triplets(trip, delta=margin, weight=1.0 - regularization)
 
 
 def sample_quadruplet_indices(n: int, m: int, seed=None) -> np.ndarray:
@@ -218,7 +224,7 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
     Notes
     -----
     These constraints are meant for the signed vector model :math:`D_w(i, j) = w^\top (x_i - x_j)`
-    (``cvxmetric.formulations.qwise.build_qwise_vector(..., model="linear")``).
+    (``cvxmetric.formulations.qwise.build_qwise_vector(..., diagonal=False)``).
     """
     y = as_labels(y)
     m = check_int_in_range(m, "m", 0)
@@ -275,13 +281,13 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
     return ConstraintSet.from_quadruplets(np.array(rows[:m], dtype=np.int64).reshape(-1, 4), delta=delta)
 
 
-def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> ConstraintSet:
+def triplets_from_labels(X, y, *, n_neighbors: int = 3, n_impostors: int = 3) -> ConstraintSet:
     r"""Local triplets from labels, as in BoostMetric's experiments (Shen et al. 2012, sec. 4.2).
 
-    For every point :math:`x_i`: its ``k_target`` nearest same-class neighbours (targets
-    :math:`j`) and its ``k_impostor`` nearest other-class neighbours (impostors :math:`k`), both
+    For every point :math:`x_i`: its ``n_neighbors`` nearest same-class neighbours (targets
+    :math:`j`) and its ``n_impostors`` nearest other-class neighbours (impostors :math:`k`), both
     Euclidean in ``X``; every pair gives the triplet :math:`(i, j, k)` ("i closer to j than to
-    k"), so a point yields up to ``k_target * k_impostor`` triplets (the paper's k = 3: 9).
+    k"), so a point yields up to ``n_neighbors * n_impostors`` triplets (the paper's k = 3: 9).
 
     Parameters
     ----------
@@ -290,7 +296,7 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
         multi-pass BoostMetric does).
     y : array_like, shape (n,)
         Class labels (at least two classes).
-    k_target, k_impostor : int
+    n_neighbors, n_impostors : int
         Neighbour counts (>= 1).
 
     Returns
@@ -305,13 +311,13 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
     (:func:`cvxmetric._checks.zero_length_mask`), so ``X`` at any scale (``X * 1e-6``) or with
     feature scales spanning 1e-4..1e4 loses no point to it. Distances come from explicit
     differences (no Gram-matrix cancellation), in blocks of bounded memory: time
-    :math:`O(n^2 d)` (digits, n = 1797, d = 64: about 1 s on one core). A class with fewer points than ``k_target + 1``
+    :math:`O(n^2 d)` (digits, n = 1797, d = 64: about 1 s on one core). A class with fewer points than ``n_neighbors + 1``
     simply yields fewer targets. Ties are broken by index (deterministic).
     """
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
-    k_target = check_int_in_range(k_target, "k_target", 1)
-    k_impostor = check_int_in_range(k_impostor, "k_impostor", 1)
+    n_neighbors = check_int_in_range(n_neighbors, "n_neighbors", 1)
+    n_impostors = check_int_in_range(n_impostors, "n_impostors", 1)
     if np.unique(y).size < 2:
         raise ValueError("y has a single class; triplets need impostors from another class")
     rows = []
@@ -320,8 +326,8 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
         other = np.flatnonzero((y != y[i]) & far)
         if same.size == 0 or other.size == 0:
             continue
-        tj = same[np.argsort(D[same], kind="stable")[:k_target]]
-        tk = other[np.argsort(D[other], kind="stable")[:k_impostor]]
+        tj = same[np.argsort(D[same], kind="stable")[:n_neighbors]]
+        tk = other[np.argsort(D[other], kind="stable")[:n_impostors]]
         jj, kk = np.meshgrid(tj, tk, indexing="ij")
         rows.append(np.column_stack([np.full(jj.size, i), jj.ravel(), kk.ravel()]))
     if not rows:

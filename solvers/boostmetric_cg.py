@@ -358,8 +358,8 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
         else:
             work = slack_cg.size
             u, Xs, added = slack_cg.step()
-            A_u = geom.weighted_sum(u) if cols.method == "dense" else None
-            lam, _ = geom.lambda_max_upper(u, method=cols.method, A=A_u)
+            A_u = geom.weighted_sum(u) if cols.eig == "dense" else None
+            lam, _ = geom.lambda_max_upper(u, eig=cols.eig, A=A_u)
             cols.offer_dual(u, lam, A_u)
             Xp = project_spectraplex(Xs)
             p = hinge_value(geom.margins(Xp), nu)
