@@ -8,7 +8,11 @@ it calls the fast solvers, and imports cvxpy, the formulations and the verificat
 when ``solver="cvxpy"`` or ``verify()`` is used.
 """
 from ._base import Certificate
+from .boostmetric import BoostMetric
 from .lmnn import LMNN
+from .orml import ORML
 from .pairs import ITML, MMC, ITML_Supervised, MMC_Supervised
+from .qwise import Qwise, Qwise_Supervised
 
-__all__ = ["Certificate", "LMNN", "ITML", "ITML_Supervised", "MMC", "MMC_Supervised"]
+__all__ = ["Certificate", "LMNN", "ITML", "ITML_Supervised", "MMC", "MMC_Supervised", "Qwise",
+           "Qwise_Supervised", "BoostMetric", "ORML"]

@@ -294,8 +294,9 @@ def solve_exact(inst: Instance, *, tol=None, max_iter=None) -> SolverResult:
     info = {"rung": truth.rung, "attempts": [a.__dict__ for a in truth.attempts]}
     kw = {}
     if inst.method == "orml" and point is not None:
+        from cvxmetric.formulations.orml import direction_values
         U = np.column_stack([Vd @ point[s] for Vd, s in zip(form.info["bases"], form.info["blocks"])])
-        info.update({"U": U, "A": U @ U.T})
+        info.update({"U": U, "A": U @ U.T, "direction_values": direction_values(form, point)})
     if inst.method == "itml" and point is not None:
         kw["multipliers"] = form.model.multipliers(point)
     if inst.method == "mmc" and point is not None:
