@@ -17,9 +17,9 @@ class LMNN(MetricLearner):
 
     with ``n_neighbors`` fixed Euclidean target neighbours ``S`` per point (same class) and every
     impostor ``l`` (another class). Unlike metric-learn's LMNN (gradient descent over ``L``, not
-    convex) this is the convex problem over ``M``, solved by the projected subgradient engine with
-    impostors found on the fly (``solver="subgradient"``, default), constraint generation around
-    PDHG (``"pdhg"``) or exactly (``"cvxpy"``, small data).
+    convex) this is the convex problem over ``M``, solved by constraint generation around PDHG
+    (``solver="pdhg"``, default), the projected subgradient engine with impostors found on the fly
+    (``"subgradient"``) or exactly (``"cvxpy"``, small data).
 
     Parameters
     ----------
@@ -29,7 +29,7 @@ class LMNN(MetricLearner):
         Weight of the pull term (metric-learn's name and meaning); the hinge term has ``1 - regularization``.
     margin : float
         Triplet margin (> 0).
-    solver : {"subgradient", "pdhg", "cvxpy"} or None
+    solver : {"pdhg", "subgradient", "cvxpy"} or None
         ``None``: the default fast solver.
     tol, max_iter : optional
         The solver's tolerance (a certified relative gap) and iteration limit; None: its defaults.
