@@ -145,10 +145,10 @@ def fantope_verify_instance(inst: Instance, result: SolverResult) -> Instance:
 
 
 # --------------------------------------------------------------------------------- BoostMetric
-def make_instance_boostmetric(X, y, *, loss: str, nu, n_targets: int, n_impostors: int) -> Instance:
+def make_instance_boostmetric(X, y, *, loss: str, nu, n_neighbors: int, n_impostors: int) -> Instance:
     from cvxmetric.generators import triplets_from_labels
     from cvxmetric.instances.boostmetric import DEFAULT_NU, HINGE_TAIL
-    triplets = triplets_from_labels(X, y, k_target=n_targets, k_impostor=n_impostors)
+    triplets = triplets_from_labels(X, y, k_target=n_neighbors, k_impostor=n_impostors)
     if nu is None:
         nu = 1.0 / max(1, int(round(HINGE_TAIL * len(triplets)))) if loss == "hinge" else DEFAULT_NU[loss]
     params = {"loss": loss, "nu": float(nu)}
@@ -162,20 +162,20 @@ def run_boostmetric(inst: Instance, method: str, *, tol, max_iter, options: dict
     loss, nu = inst.params["loss"], inst.params["nu"]
     opts = _options(tol, max_iter, **options)
     if loss == "hinge":
-        if method != "column-generation":
-            raise ValueError(f"loss='hinge' is solved by solver='column-generation' (or 'cvxpy'); got {method!r}")
+        if method != "column_generation":
+            raise ValueError(f"loss='hinge' is solved by solver='column_generation' (or 'cvxpy'); got {method!r}")
         return boostmetric_hinge_cg(inst.X, inst.constraints, nu, **opts)
-    if method == "column-generation":
-        raise ValueError(f"solver='column-generation' solves loss='hinge'; for loss={loss!r} use "
-                         "'totally-corrective', 'stagewise' or 'cvxpy'")
-    fit = boostmetric_totally_corrective if method == "totally-corrective" else boostmetric_stagewise
+    if method == "column_generation":
+        raise ValueError(f"solver='column_generation' solves loss='hinge'; for loss={loss!r} use "
+                         "'totally_corrective', 'stagewise' or 'cvxpy'")
+    fit = boostmetric_totally_corrective if method == "totally_corrective" else boostmetric_stagewise
     return fit(inst.X, inst.constraints, loss=loss, nu=nu, **opts)
 
 
 # ---------------------------------------------------------------------------------------- ORML
 def make_instance_orml(X, pairs, relevant, session, *, n_neighbors: int, alpha: float, beta: float,
-                       gamma: float, n_components: int) -> Instance:
-    params = {"k": n_neighbors, "alpha": alpha, "beta": beta, "gamma": gamma, "r": n_components}
+                       output_weight: float, n_components: int) -> Instance:
+    params = {"k": n_neighbors, "alpha": alpha, "beta": beta, "gamma": output_weight, "r": n_components}
     extra = {"pairs": pairs, "relevant": relevant, "session": session}
     name = instance_name("orml", X, pairs, relevant, session if session is not None else "", params)
     return Instance("orml", name, X, None, params=params, extra=extra)
@@ -207,9 +207,9 @@ SOLVERS = {
                             "pdhg": ("GAP_FIRST_ORDER", "KKT_FAST_FIRST_ORDER")}),
     "fantope": MethodSolvers(("mm", "subgradient"), run_fantope,
                              {"mm": ("FANTOPE_MM_GAP", None), "subgradient": ("FANTOPE_ALG2_GAP", None)}),
-    "boostmetric": MethodSolvers(("totally-corrective", "column-generation", "stagewise"), run_boostmetric,
-                                 {"column-generation": ("GAP_BOOSTMETRIC_HINGE", None),
-                                  "totally-corrective": ("GAP_BOOSTMETRIC_SMOOTH", "KKT_FAST_BOOSTMETRIC"),
+    "boostmetric": MethodSolvers(("totally_corrective", "column_generation", "stagewise"), run_boostmetric,
+                                 {"column_generation": ("GAP_BOOSTMETRIC_HINGE", None),
+                                  "totally_corrective": ("GAP_BOOSTMETRIC_SMOOTH", "KKT_FAST_BOOSTMETRIC"),
                                   "stagewise": ("GAP_BOOSTMETRIC_STAGEWISE", None)}),
     "orml": MethodSolvers(("pursuit",), run_orml, {"pursuit": ("GAP_ORML", "KKT_FAST_ORML")}),
 }

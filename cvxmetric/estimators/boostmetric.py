@@ -15,8 +15,8 @@ class BoostMetric(MetricLearner):
     r"""BoostMetric: a PSD metric as a weighted sum of rank-one matrices, from label triplets.
 
     Triplets :math:`(i, j, k)` ("i closer to j than to k") come from the labels as in the paper's
-    experiments and the project's benchmarks: every point's ``n_targets`` nearest same-class
-    neighbours ``j`` and ``n_impostors`` nearest other-class neighbours ``k``
+    experiments and the project's benchmarks: every point's ``n_neighbors`` nearest same-class
+    neighbours ``j`` (targets) and ``n_impostors`` nearest other-class neighbours ``k``
     (:func:`cvxmetric.generators.triplets_from_labels`). With margins
     :math:`\rho_r = \langle A_r, M\rangle`, :math:`A_r = C_{ik} - C_{ij}`:
 
@@ -33,9 +33,9 @@ class BoostMetric(MetricLearner):
         Default: the benchmarks' choice — 0.01 (exp), 1 (logistic), ``1 / (0.1 m)`` (hinge:
         the mean of the 10 % smallest margins). The exponential loss is bounded below only for
         ``nu`` above the best worst margin (separable data need a larger ``nu``).
-    n_targets, n_impostors : int
+    n_neighbors, n_impostors : int
         Neighbours per point that make the triplets (paper: 3 and 3).
-    solver : {"totally-corrective", "stagewise", "column-generation", "cvxpy"} or None
+    solver : {"totally_corrective", "stagewise", "column_generation", "cvxpy"} or None
         exp / logistic: the totally-corrective solver (default; certified) or the paper's
         stage-wise algorithm (not optimal by design: it reports its honest gap and is usually not
         certified); hinge: column generation (the default for it). ``"cvxpy"``: the exact solve.
@@ -51,11 +51,11 @@ class BoostMetric(MetricLearner):
 
     _method = "boostmetric"
 
-    def __init__(self, loss="logistic", nu=None, n_targets=3, n_impostors=3, solver=None, tol=None, max_iter=None,
+    def __init__(self, loss="logistic", nu=None, n_neighbors=3, n_impostors=3, solver=None, tol=None, max_iter=None,
                  solver_options=None, preprocessor=None, random_state=None):
         self.loss = loss
         self.nu = nu
-        self.n_targets = n_targets
+        self.n_neighbors = n_neighbors
         self.n_impostors = n_impostors
         self.solver = solver
         self.tol = tol
@@ -66,7 +66,7 @@ class BoostMetric(MetricLearner):
 
     def _check_solver(self) -> str:
         if self.solver is None and self.loss == "hinge":
-            return "column-generation"
+            return "column_generation"
         return super()._check_solver()
 
     def fit(self, X, y):
@@ -74,6 +74,6 @@ class BoostMetric(MetricLearner):
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
         X, y = points_and_labels(self, X, y)
-        inst = make_instance_boostmetric(X, y, loss=self.loss, nu=self.nu, n_targets=self.n_targets,
+        inst = make_instance_boostmetric(X, y, loss=self.loss, nu=self.nu, n_neighbors=self.n_neighbors,
                                          n_impostors=self.n_impostors)
         return self._fit_instance(inst)

@@ -31,8 +31,8 @@ class ORML(PairsClassifierMixin, MetricLearner):
         Neighbours of the graph weights W (eq. 4; paper 6).
     alpha, beta : float
         Weights of similar and dissimilar judged pairs in W (paper 1 and 2).
-    gamma : float
-        Weight of the output loss (paper 9).
+    output_weight : float
+        Weight :math:`\gamma` of the output loss (paper 9).
     n_components : int, optional
         Number of directions r (default ``min(15, d, n - 1)``; at most the rank of the centered points).
     solver : {"pursuit", "cvxpy"} or None
@@ -48,12 +48,12 @@ class ORML(PairsClassifierMixin, MetricLearner):
 
     _method = "orml"
 
-    def __init__(self, n_neighbors=6, alpha=1.0, beta=2.0, gamma=9.0, n_components=None, solver=None, tol=None,
+    def __init__(self, n_neighbors=6, alpha=1.0, beta=2.0, output_weight=9.0, n_components=None, solver=None, tol=None,
                  max_iter=None, solver_options=None, preprocessor=None, random_state=None):
         self.n_neighbors = n_neighbors
         self.alpha = alpha
         self.beta = beta
-        self.gamma = gamma
+        self.output_weight = output_weight
         self.n_components = n_components
         self.solver = solver
         self.tol = tol
@@ -75,7 +75,7 @@ class ORML(PairsClassifierMixin, MetricLearner):
         relevant = pair_labels(y, idx.shape[0])
         r = self.n_components if self.n_components is not None else min(15, X.shape[1], X.shape[0] - 1)
         inst = make_instance_orml(X, idx, relevant, None if session is None else np.asarray(session),
-                                  n_neighbors=self.n_neighbors, alpha=self.alpha, beta=self.beta, gamma=self.gamma,
+                                  n_neighbors=self.n_neighbors, alpha=self.alpha, beta=self.beta, output_weight=self.output_weight,
                                   n_components=r)
         self._fit_instance(inst, metric_of=lambda res: np.asarray(res.info["U"]).T.copy())
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
