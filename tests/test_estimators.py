@@ -289,3 +289,37 @@ def test_bad_tuples_are_rejected(small):
         Qwise().fit(X[:12].reshape(3, 2, 8))
     with pytest.raises(ValueError, match=r"\+1"):
         MMC().fit(X[np.array([[0, 1], [2, 40]])], [1, 0])
+
+
+def test_calibrated_threshold_maximises_training_accuracy(fitted, small):
+    X, y = small
+    est, _ = fitted["MMC"]
+    P, yp = _pairs(X, y, 60, seed=1)
+    dist = est.pair_distance(X[P])
+    best = max(np.mean(np.where(dist <= t, 1, -1) == yp) for t in np.concatenate([[-1.0], dist]))
+    assert np.mean(est.predict(X[P]) == yp) == pytest.approx(best)
+
+
+def test_itml_bounds_are_squared_distance_bounds(small):
+    X, y = small
+    P, yp = _pairs(X, y, 60, seed=1)
+    est = ITML(random_state=0).fit(X[P], yp, bounds=(0.5, 6.0))
+    np.testing.assert_array_equal(est.bounds_, [0.5, 6.0])
+    cons = est.problem_.constraints
+    np.testing.assert_array_equal(-cons.delta[cons.is_similar], 0.5)
+    np.testing.assert_array_equal(cons.delta[cons.is_dissimilar], 6.0)
+    default = ITML(random_state=0).fit(X[P], yp)
+    d2 = np.sum((X[P[:, 0]] - X[P[:, 1]]) ** 2, axis=1)
+    np.testing.assert_allclose(default.bounds_, np.percentile(d2, [5, 95]))   # over all pairs, squared
+
+
+def test_quadruplet_weights_enter_the_objective(small):
+    """A zero weight drops a quadruplet: the fit equals the fit on the others."""
+    X, y = small
+    Q = _quadruplets(y, 80, seed=2)
+    w = np.where(np.arange(len(Q)) % 2 == 0, 1.0, 0.0)
+    weighted = Qwise(solver="cvxpy").fit(X[Q], weights=w)
+    dropped = Qwise(solver="cvxpy").fit(X[Q[w > 0]])
+    assert weighted.certificate_.objective == pytest.approx(dropped.certificate_.objective, rel=1e-5)
+    full = Qwise(solver="cvxpy").fit(X[Q])
+    assert full.certificate_.objective > weighted.certificate_.objective * (1 + 1e-3)
