@@ -142,7 +142,7 @@ def run_dataset(ds, n_splits, protocol, standardize, log, only=None, triplet_spa
     for s in range(n_splits):
         tr, va, te = split_indices(len(y), SPLITS[ds], s, protocol)
         Xtr, ytr = X[tr], y[tr]
-        trip = triplets_from_labels(Xn[tr], ytr, k_target=3, k_impostor=3)
+        trip = triplets_from_labels(Xn[tr], ytr, n_neighbors=3, n_impostors=3)
         e = knn_error(np.eye(d), Xtr, ytr, X[te], y[te])
         rows["Euclidean"]["sel"].append(e)
         rows["Euclidean"]["fixed"].append(e)

@@ -11,6 +11,10 @@ quadruplets each. Methods (all hinge losses with :math:`C_Q = 1`):
 * Fantope — :math:`\mu R(M)` with :math:`k = d - e`, :math:`\mu` chosen on validation; fast MM (PDHG inner solves);
 * Fantope + trace — :math:`\mu R(M) + \gamma\,\mathrm{tr}\,M`, both chosen on validation; fast MM.
 
+:math:`\mu` is the parameter ``reg_weight`` and :math:`\gamma` the parameter ``trace_weight`` of
+:func:`cvxmetric.fantope.fantope_model` (the grids ``mus`` and ``gammas`` below; the table prints them
+as mu and gamma).
+
 Reported: test accuracy (share of test quadruplets whose order under :math:`D_M` matches
 :math:`D_T`, strict inequality; evaluated through a factor :math:`L` of :math:`M` in chunks),
 numerical rank of :math:`M` (eigenvalues above ``RANK_RTOL_TABLE`` :math:`\lambda_{\max}`), and
@@ -90,14 +94,12 @@ def _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise
         print(f"data: d={d}, e={e}, |X|={n}, |N|={len(train)} (label noise {label_noise:g}), "
               f"|V|={len(qv)}, |T|={len(qt)} "
               f"({time.perf_counter() - t0:.1f}s to label the evaluation sets)", flush=True)
-    k = d - e
-
     def fit(mu, gamma, how):
-        model = fantope_model(X, train, k=k, mu=mu, gamma=gamma)
+        model = fantope_model(X, train, rank=e, reg_weight=mu, trace_weight=gamma)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             if how == "mm":
-                return fantope_mm(model, max_outer=MM_MAX_OUTER, inner="pdhg")
+                return fantope_mm(model, max_iter=MM_MAX_OUTER, inner="pdhg")
             if how == "factor":
                 return factor_subgradient(model.base, e, seed=seed + 4, max_iter=max_iter)
             if how == "baseline" and baseline_iters is not None:

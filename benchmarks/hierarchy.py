@@ -71,7 +71,7 @@ def one_seed(seed, k):
     mu, sd = X[train].mean(axis=0), X[train].std(axis=0)
     X = (X - mu) / sd
     Xtr, ytr, Xte, yte = X[train], y[train], X[~train], y[~train]
-    cons = taxonomy_quadruplets(Xtr, ytr, tree, n_same=300, n_sibling=300, k=5, seed=rng)
+    cons = taxonomy_quadruplets(Xtr, ytr, tree, n_same=300, n_sibling=300, n_neighbors=5, seed=rng)
     diag_params = get_instance("qwise_vector", "hierarchy-diag-d8").params
     full_params = get_instance("qwise", "hierarchy-d8").params
     with warnings.catch_warnings():

@@ -7,8 +7,10 @@ fresh arrays) where a conversion is needed.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
+from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -26,6 +28,8 @@ __all__ = [
     "check_int_in_range",
     "zero_length_mask",
     "broadcast_vector",
+    "keyword_options",
+    "check_method_options",
 ]
 
 #: dtype kinds read as real numbers: bool, signed and unsigned integers, floats. Complex data
@@ -315,3 +319,62 @@ def broadcast_vector(value, m: int, name: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or inf; pass finite values")
     return arr
+
+
+def keyword_options(fn: Callable, *, exclude: Collection[str] = ()) -> frozenset:
+    """The names ``fn`` accepts as keyword arguments, minus ``exclude``.
+
+    The first parameter (the model or data a solver is applied to) and ``*args`` / ``**kwargs``
+    are not options. A facade builds the option set of each method from the signature of the
+    function that method calls, so the set cannot drift from what the function reads.
+    """
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(q.name for q in params if q.kind in kinds and q.name not in exclude)
+
+
+def check_method_options(function: str, method, options: Mapping, accepted: Mapping[str, Collection[str]], *,
+                         renamed: Mapping[str, str] | None = None) -> str:
+    """Validate ``method`` and reject every option the chosen method would not read.
+
+    Parameters
+    ----------
+    function : str
+        Name of the facade, for the messages (e.g. ``"solve_lmnn"``).
+    method : str
+        The ``method=`` argument given.
+    options : Mapping
+        The options given (only those the caller passed: a named parameter with a method-specific
+        meaning belongs here when it was given, e.g. with a ``None`` default).
+    accepted : Mapping of str to collection of str
+        For each method name, the options it reads (e.g. :func:`keyword_options` of the function
+        it calls).
+    renamed : Mapping of str to str, optional
+        Former parameter names of the facade and their new names, for a message that says so.
+
+    Returns
+    -------
+    str
+        ``method``, validated.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, and for an option the chosen method does not read: the message
+        names the option and the method, and the methods that do read it (an ignored option is
+        an error, never silently dropped).
+    """
+    if not isinstance(method, str) or method not in accepted:
+        raise ValueError(f"{function}: method must be one of {tuple(accepted)}; got {method!r}")
+    for name in options:
+        if name in accepted[method]:
+            continue
+        if renamed and name in renamed:
+            raise ValueError(f"{function}: {name!r} was renamed; use {renamed[name]}")
+        readers = [m for m, names in accepted.items() if name in names]
+        if readers:
+            raise ValueError(f"{function}: option {name!r} does not apply to method={method!r} (only to "
+                             f"method={' or '.join(map(repr, readers))}); remove it or choose that method")
+        raise ValueError(f"{function}: unknown option {name!r} for method={method!r}; its options are "
+                         f"{', '.join(sorted(accepted[method])) or 'none'}")
+    return method

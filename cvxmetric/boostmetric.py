@@ -215,15 +215,15 @@ class TripletGeometry:
         """Round-off allowance of :math:`\\hat A(u)` and its eigenvalues (see ``ROUNDOFF_ULPS_PER_TERM``)."""
         return ROUNDOFF_ULPS_PER_TERM * (self.m + self.d) * np.finfo(np.float64).eps * self.weight_scale(u)
 
-    def lambda_max_upper(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
-                         k: int = 1) -> tuple[float, np.ndarray]:
+    def lambda_max_upper(self, u: np.ndarray, *, eig: str = "auto", v0: np.ndarray | None = None,
+                         n_vectors: int = 1) -> tuple[float, np.ndarray]:
         r"""A certified upper bound on :math:`\lambda_{\max}(\hat A(u))` and the top eigenvector(s).
 
         The computed eigenvalue plus the eigen-solver's residual (Lanczos) plus the round-off
-        allowance :meth:`roundoff`. Returns the bound and the ``k``
-        leading unit eigenvectors, shape (d, k).
+        allowance :meth:`roundoff`. Returns the bound and the ``n_vectors``
+        leading unit eigenvectors, shape (d, n_vectors).
         """
-        lam, V, resid = self.top_eigenpair(u, method=method, v0=v0, k=min(int(k), self.d))
+        lam, V, resid = self.top_eigenpair(u, eig=eig, v0=v0, n_vectors=min(int(n_vectors), self.d))
         return float(lam[0]) + resid + self.roundoff(u), V
 
     # ----------------------------------------------------------------- margins and columns
@@ -257,40 +257,41 @@ class TripletGeometry:
                               matmat=lambda V: self.apply(u, V), rmatvec=lambda v: self.apply(u, v),
                               dtype=np.float64)
 
-    def top_eigenpair(self, u: np.ndarray, *, method: str = "auto", v0: np.ndarray | None = None,
-                      k: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
+    def top_eigenpair(self, u: np.ndarray, *, eig: str = "auto", v0: np.ndarray | None = None,
+                      n_vectors: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
         r"""Largest eigenvalue(s) and eigenvector(s) of :math:`\hat A(u)` (the base learner, eq. 18).
 
         Parameters
         ----------
         u : ndarray, shape (m,)
-        method : {"auto", "dense", "lanczos"}
+        eig : {"auto", "dense", "lanczos"}
             ``"dense"`` builds :math:`\hat A(u)` from the difference vectors and calls ``eigh``;
             ``"lanczos"`` runs ``eigsh`` on :meth:`operator`; ``"auto"`` is dense up to
             ``DENSE_EIG_MAX_D``.
         v0 : ndarray, shape (d,), optional
             Lanczos starting vector (e.g. the previous eigenvector).
-        k : int
-            Number of leading eigenpairs.
+        n_vectors : int
+            Number of leading eigenpairs (scipy's ``k``).
 
         Returns
         -------
-        lam : ndarray, shape (k,)
+        lam : ndarray, shape (n_vectors,)
             Eigenvalues, largest first.
-        V : ndarray, shape (d, k)
+        V : ndarray, shape (d, n_vectors)
             Unit eigenvectors.
         residual : float
             :math:`\max_i \|\hat A v_i - \lambda_i v_i\|`: a bound on how far ``lam[0]`` can be from an
             eigenvalue (0 up to round-off for the dense path).
         """
-        if method not in ("auto", "dense", "lanczos"):
-            raise ValueError(f"method must be 'auto', 'dense' or 'lanczos'; got {method!r}")
-        k = int(k)
-        if method == "auto":
-            method = "dense" if self.d <= DENSE_EIG_MAX_D else "lanczos"
-        if method == "lanczos" and k >= self.d - 1:
-            method = "dense"  # ARPACK needs k < d - 1
-        if method == "dense":
+        if eig not in ("auto", "dense", "lanczos"):
+            raise ValueError(f"eig must be 'auto', 'dense' or 'lanczos'; got {eig!r}")
+        k = int(n_vectors)
+        path = eig
+        if path == "auto":
+            path = "dense" if self.d <= DENSE_EIG_MAX_D else "lanczos"
+        if path == "lanczos" and k >= self.d - 1:
+            path = "dense"  # ARPACK needs k < d - 1
+        if path == "dense":
             lam, V = np.linalg.eigh(self.weighted_sum(u))
             lam, V = lam[::-1][:k].copy(), V[:, ::-1][:, :k].copy()
             return lam, V, 0.0
@@ -554,7 +555,7 @@ def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max
     """
     m = geom.m
     u0 = np.full(m, 1.0 / m)
-    lam, v = geom.lambda_max_upper(u0, method=eig)
+    lam, v = geom.lambda_max_upper(u0, eig=eig)
     cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
     st = ColumnGeneration(cols=cols, H=geom.columns(cols), u_best=u0, lam_best=lam)
     idle = np.zeros(cols.shape[1], dtype=np.int64)   # LPs since each column last had weight
@@ -570,7 +571,7 @@ def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max
         alpha = smoothing
         while True:
             u_s = alpha * st.u_best + (1.0 - alpha) * u
-            lam, V = geom.lambda_max_upper(u_s, method=eig, v0=st.cols[:, int(np.argmax(w))], k=n_columns)
+            lam, V = geom.lambda_max_upper(u_s, eig=eig, v0=st.cols[:, int(np.argmax(w))], n_vectors=n_columns)
             if lam < st.lam_best:
                 st.lam_best, st.u_best = lam, u_s
             h = geom.columns(V)
@@ -821,7 +822,7 @@ class BoostMetricCertifier:
         model = self.model
         geom, nu = model.geometry, model.nu
         u = self.repair(u)
-        lam, _ = geom.lambda_max_upper(u, method=self.eig)
+        lam, _ = geom.lambda_max_upper(u, eig=self.eig)
         if model.loss == "hinge":
             return DualBound(-lam, u, lam, "hinge: u projected onto U_nu, bound -lambda_max(A(u))")
         if model.loss == "logistic":

@@ -19,6 +19,8 @@ and an integer :math:`1 \le k \le d`:
 
 .. math:: \varphi(M) = \mu R(M) + \gamma\,\mathrm{tr}\,M + \ell(M), \qquad M \succeq 0,
 
+with :math:`\mu` = ``reg_weight``, :math:`\gamma` = ``trace_weight`` and :math:`k = d - ` ``rank``
+(the public parameters of :func:`fantope_model`),
 and of its convex upper bound at :math:`W \in \mathbb{F}_k`,
 :math:`\hat\varphi(M; W) = \mu\langle W, M\rangle + \gamma\,\mathrm{tr}\,M + \ell(M) \ge \varphi(M)`, tight when
 :math:`W = W(M)`. The bound is a :class:`~cvxmetric.models.HingeModel` with :math:`R = \mu W + \gamma I`,
@@ -39,6 +41,7 @@ from .tolerances import FANTOPE_TOL
 
 __all__ = [
     "check_k",
+    "check_rank",
     "fantope_terms_from_eig",
     "sum_smallest_eigenvalues",
     "fantope_projector",
@@ -164,15 +167,19 @@ def fantope_center(d: int, k: int) -> np.ndarray:
 class FantopeModel:
     r"""The Fantope-regularized DC objective :math:`\varphi` and its convex bounds.
 
+    Build it with :func:`fantope_model` (public parameters ``rank``, ``reg_weight``,
+    ``trace_weight``).
+
     Attributes
     ----------
     base : HingeModel
         :math:`\gamma\,\mathrm{tr}\,M + \ell(M)` (linear term :math:`\gamma I`, no quadratic term).
     k : int
-        Number of penalised (smallest) eigenvalues, ``1 <= k <= d``.
-    mu : float
+        Number of penalised (smallest) eigenvalues, ``1 <= k <= d``: the Ky Fan index of the
+        mathematics, ``k = d - rank`` (the public parameter is :attr:`rank`).
+    reg_weight : float
         Weight :math:`\mu \ge 0` of :math:`R`.
-    gamma : float
+    trace_weight : float
         Weight :math:`\gamma \ge 0` of the trace.
 
     Notes
@@ -181,19 +188,25 @@ class FantopeModel:
         \varphi(M) = \mu R(M) + \gamma\,\mathrm{tr}\,M + \ell(M), \qquad
         \hat\varphi(M; W) = \mu \langle W, M\rangle + \gamma\,\mathrm{tr}\,M + \ell(M),
 
-    with :math:`\ell(M) = \sum_q c_q [\delta_q + \langle M, C_{ij} - C_{kl}\rangle]_+` (quadruplets and
+    with :math:`\mu` = ``reg_weight``, :math:`\gamma` = ``trace_weight`` and
+    :math:`\ell(M) = \sum_q c_q [\delta_q + \langle M, C_{ij} - C_{kl}\rangle]_+` (quadruplets and
     pairs alike). For :math:`W \in \mathbb{F}_k`, :math:`\hat\varphi(\cdot; W) \ge \varphi` with equality at
     every :math:`M` with :math:`W \in \partial R(M)`.
     """
 
     base: HingeModel
     k: int
-    mu: float
-    gamma: float
+    reg_weight: float
+    trace_weight: float
 
     @property
     def d(self) -> int:
         return self.base.d
+
+    @property
+    def rank(self) -> int:
+        """The target rank ``e = d - k``: :math:`R(M) = 0` on :math:`\\mathbb{S}^d_+` iff rank M <= e."""
+        return self.base.d - self.k
 
     def regularizer(self, M) -> tuple[float, np.ndarray]:
         """``(R(M), W(M))`` (see :func:`fantope_regularizer`)."""
@@ -202,15 +215,16 @@ class FantopeModel:
     def value(self, M) -> float:
         r""":math:`\varphi(M)`."""
         M = as_square_symmetric(M, "M", d=self.d)
-        return self.base.value(M) + self.mu * sum_smallest_eigenvalues(M, self.k)
+        return self.base.value(M) + self.reg_weight * sum_smallest_eigenvalues(M, self.k)
 
     def extra_term(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray) -> tuple[float, np.ndarray]:
-        r"""``(mu R(M), mu W(M))`` from the eigendecomposition the PSD projection already did.
+        r"""``(mu R(M), mu W(M))`` (:math:`\mu` = ``reg_weight``) from the eigendecomposition the PSD
+        projection already did.
 
         The ``extra`` hook of :func:`cvxmetric.solvers.subgradient.projected_subgradient` (thesis alg. 2).
         """
         R, W = fantope_terms_from_eig(lam, V, self.k)
-        return self.mu * R, self.mu * W
+        return self.reg_weight * R, self.reg_weight * W
 
     def check_w(self, W, name: str = "W") -> np.ndarray:
         """A validated symmetric copy of ``W``, which must lie in the Fantope :math:`F_k`."""
@@ -226,7 +240,7 @@ class FantopeModel:
     def bound(self, W) -> HingeModel:
         r"""The convex bound :math:`\hat\varphi(\cdot; W)` as a hinge model (:math:`R = \mu W + \gamma I`)."""
         W = self.check_w(W)
-        return replace(self.base, R=symmetrize(self.mu * W + self.gamma * np.eye(self.d)),
+        return replace(self.base, R=symmetrize(self.reg_weight * W + self.trace_weight * np.eye(self.d)),
                        name="fantope-bound")
 
     def bound_at(self, M) -> HingeModel:
@@ -234,7 +248,20 @@ class FantopeModel:
         return self.bound(fantope_projector(M, self.k))
 
 
-def fantope_model(X, constraints: ConstraintSet, *, k: int, mu: float, gamma: float = 0.0,
+def check_rank(rank, d: int, name: str = "rank") -> int:
+    """Validate a target rank of the Fantope regularizer: an integer with ``0 <= rank <= d - 1``.
+
+    The model penalises the ``k = d - rank`` smallest eigenvalues (``1 <= k <= d``); ``rank = 0``
+    penalises all of them (:math:`R(M) = \\mathrm{tr}\\,M`).
+    """
+    try:
+        return check_int_in_range(rank, name, 0, d - 1)
+    except ValueError:
+        raise ValueError(f"{name} is the target rank e of the Fantope regularizer, an integer with "
+                         f"0 <= {name} <= d - 1 = {d - 1}; got {rank}") from None
+
+
+def fantope_model(X, constraints: ConstraintSet, *, rank: int, reg_weight: float, trace_weight: float = 0.0,
                   C_Q: float = 1.0, C_P: float = 1.0) -> FantopeModel:
     r"""The Fantope-regularized model :math:`\varphi` (thesis eq. 3.1 with the trace term of 3.4.1).
 
@@ -244,16 +271,28 @@ def fantope_model(X, constraints: ConstraintSet, *, k: int, mu: float, gamma: fl
     constraints : ConstraintSet
         Quadruplets, triplets and pairs; relative constraints are weighted by ``C_Q``,
         pairs by ``C_P`` (as in Qwise, :func:`cvxmetric.models.qwise_model`).
-    k : int
-        Number of smallest eigenvalues penalised, ``1 <= k <= d`` (``k = d - e``).
-    mu, gamma : float
-        Non-negative weights of :math:`R(M)` and :math:`\mathrm{tr}\,M`.
+    rank : int
+        Target rank :math:`e`, ``0 <= rank <= d - 1``: the model penalises the ``k = d - rank``
+        smallest eigenvalues (the model's attribute ``k``).
+    reg_weight : float
+        Non-negative weight :math:`\mu` of :math:`R(M)`.
+    trace_weight : float
+        Non-negative weight :math:`\gamma` of :math:`\mathrm{tr}\,M` (default 0: Fantope alone).
     C_Q, C_P : float
         Non-negative weights of the hinge terms.
+
+    Notes
+    -----
+    .. math::
+        \varphi(M) = \mu R(M) + \gamma\,\mathrm{tr}\,M
+        + C_Q \sum_{q} w_q [\delta_q + \langle M, C_{ij} - C_{kl}\rangle]_+
+        + C_P \sum_{p} w_p [\delta_p \pm \langle M, C_p\rangle]_+,\qquad M \succeq 0,
+
+    with :math:`R(M)` the sum of the :math:`k = d - e` smallest eigenvalues of :math:`M`.
     """
-    mu = check_nonnegative(mu, "mu")
-    gamma = check_nonnegative(gamma, "gamma")
+    reg_weight = check_nonnegative(reg_weight, "reg_weight")
+    trace_weight = check_nonnegative(trace_weight, "trace_weight")
     base = qwise_model(X, constraints, regularizer="trace", C_Q=C_Q, C_P=C_P, reg_weight=1.0)
-    k = check_k(k, base.d)
-    base = replace(base, R=gamma * np.eye(base.d), name="fantope")
-    return FantopeModel(base, k, mu, gamma)
+    k = base.d - check_rank(rank, base.d)
+    base = replace(base, R=trace_weight * np.eye(base.d), name="fantope")
+    return FantopeModel(base, k, reg_weight, trace_weight)

@@ -218,7 +218,7 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
     Notes
     -----
     These constraints are meant for the signed vector model :math:`D_w(i, j) = w^\top (x_i - x_j)`
-    (``cvxmetric.formulations.qwise.build_qwise_vector(..., model="linear")``).
+    (``cvxmetric.formulations.qwise.build_qwise_vector(..., diagonal=False)``).
     """
     y = as_labels(y)
     m = check_int_in_range(m, "m", 0)
@@ -275,13 +275,13 @@ def relative_attribute_quadruplets(y, levels, m: int, *, kind: str = "strict", s
     return ConstraintSet.from_quadruplets(np.array(rows[:m], dtype=np.int64).reshape(-1, 4), delta=delta)
 
 
-def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> ConstraintSet:
+def triplets_from_labels(X, y, *, n_neighbors: int = 3, n_impostors: int = 3) -> ConstraintSet:
     r"""Local triplets from labels, as in BoostMetric's experiments (Shen et al. 2012, sec. 4.2).
 
-    For every point :math:`x_i`: its ``k_target`` nearest same-class neighbours (targets
-    :math:`j`) and its ``k_impostor`` nearest other-class neighbours (impostors :math:`k`), both
+    For every point :math:`x_i`: its ``n_neighbors`` nearest same-class neighbours (targets
+    :math:`j`) and its ``n_impostors`` nearest other-class neighbours (impostors :math:`k`), both
     Euclidean in ``X``; every pair gives the triplet :math:`(i, j, k)` ("i closer to j than to
-    k"), so a point yields up to ``k_target * k_impostor`` triplets (the paper's k = 3: 9).
+    k"), so a point yields up to ``n_neighbors * n_impostors`` triplets (the paper's k = 3: 9).
 
     Parameters
     ----------
@@ -290,7 +290,7 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
         multi-pass BoostMetric does).
     y : array_like, shape (n,)
         Class labels (at least two classes).
-    k_target, k_impostor : int
+    n_neighbors, n_impostors : int
         Neighbour counts (>= 1).
 
     Returns
@@ -305,13 +305,13 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
     (:func:`cvxmetric._checks.zero_length_mask`), so ``X`` at any scale (``X * 1e-6``) or with
     feature scales spanning 1e-4..1e4 loses no point to it. Distances come from explicit
     differences (no Gram-matrix cancellation), in blocks of bounded memory: time
-    :math:`O(n^2 d)` (digits, n = 1797, d = 64: about 1 s on one core). A class with fewer points than ``k_target + 1``
+    :math:`O(n^2 d)` (digits, n = 1797, d = 64: about 1 s on one core). A class with fewer points than ``n_neighbors + 1``
     simply yields fewer targets. Ties are broken by index (deterministic).
     """
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
-    k_target = check_int_in_range(k_target, "k_target", 1)
-    k_impostor = check_int_in_range(k_impostor, "k_impostor", 1)
+    n_neighbors = check_int_in_range(n_neighbors, "n_neighbors", 1)
+    n_impostors = check_int_in_range(n_impostors, "n_impostors", 1)
     if np.unique(y).size < 2:
         raise ValueError("y has a single class; triplets need impostors from another class")
     rows = []
@@ -320,8 +320,8 @@ def triplets_from_labels(X, y, *, k_target: int = 3, k_impostor: int = 3) -> Con
         other = np.flatnonzero((y != y[i]) & far)
         if same.size == 0 or other.size == 0:
             continue
-        tj = same[np.argsort(D[same], kind="stable")[:k_target]]
-        tk = other[np.argsort(D[other], kind="stable")[:k_impostor]]
+        tj = same[np.argsort(D[same], kind="stable")[:n_neighbors]]
+        tk = other[np.argsort(D[other], kind="stable")[:n_impostors]]
         jj, kk = np.meshgrid(tj, tk, indexing="ij")
         rows.append(np.column_stack([np.full(jj.size, i), jj.ravel(), kk.ravel()]))
     if not rows:

@@ -17,8 +17,8 @@ regularizer :math:`S = X M X^T \in \mathbb{R}^{m \times m}`. The project stores 
 The model
 ---------
 Weights (eqs. 4-5), for judged pairs :math:`\mathcal{S}, \mathcal{D}` and the Euclidean
-``k``-nearest-neighbour relation :math:`\mathcal{N}` (symmetrized: either point among the
-other's ``k`` nearest):
+``n_neighbors``-nearest-neighbour relation :math:`\mathcal{N}` (symmetrized: either point among
+the other's ``n_neighbors`` nearest):
 
 .. math::
 
@@ -58,7 +58,7 @@ orthogonal), and :math:`u_d = V^{(d)} b^*` with
     \quad\text{(eq. 20, a strictly convex least-squares problem)},
 
 whose normal equations :math:`H b = c`, :math:`H = V^{(d)T}(S + \gamma X_l^T X_l)V^{(d)}`,
-:math:`c = \gamma V^{(d)T} X_l^T y^{(d)}` are eq. 21 multiplied by :math:`\gamma`. The full
+:math:`c = \gamma V^{(d)T} X_l^T y^{(d)}` are eq. 21 multiplied by :math:`\gamma` (the parameter ``output_weight``). The full
 problem with :math:`U^T U = \Sigma` (eqs. 9-10) is non-convex; only the per-direction problems
 are convex (DESIGN 5.7).
 """
@@ -155,7 +155,8 @@ def _edges(X, pairs, relevant, k, alpha, beta):
     return I, J, w, dis
 
 
-def orml_weights(X, pairs, relevant, *, k: int = 6, alpha: float = 1.0, beta: float = 2.0, session=None):
+def orml_weights(X, pairs, relevant, *, n_neighbors: int = 6, alpha: float = 1.0, beta: float = 2.0,
+                 session=None):
     """The weight matrices W (eq. 4) and T (eq. 5), dense, shape (n, n), symmetric.
 
     Parameters
@@ -163,16 +164,16 @@ def orml_weights(X, pairs, relevant, *, k: int = 6, alpha: float = 1.0, beta: fl
     X : array_like, shape (n, d)
     pairs, relevant, session
         Judgements, see :func:`as_judgements`.
-    k : int
+    n_neighbors : int
         Number of Euclidean nearest neighbours (0: no neighbourhood graph).
     alpha, beta : float > 0
         Weights of similar and dissimilar pairs.
     """
     X = as_data_matrix(X, min_rows=2)
-    k = check_int_in_range(k, "k", 0, len(X) - 1)
+    n_neighbors = check_int_in_range(n_neighbors, "n_neighbors", 0, len(X) - 1)
     alpha, beta = check_positive(alpha, "alpha"), check_positive(beta, "beta")
     P, rel, _ = as_judgements(pairs, relevant, len(X), session)
-    I, J, w, dis = _edges(X, P, rel, k, alpha, beta)
+    I, J, w, dis = _edges(X, P, rel, n_neighbors, alpha, beta)
     n = len(X)
     W = np.zeros((n, n))
     T = np.zeros((n, n))
@@ -269,7 +270,9 @@ class ORMLModel:
         Log samples and ideal output (eqs. 14-15).
     sample_pairs : ndarray (m, 2); relevant : ndarray (m,)
         The judgements as rows of ``Xl``.
-    gamma : float; r : int
+    output_weight : float
+        :math:`\gamma` of eq. 20.
+    r : int
     mean : ndarray (d,)
     """
 
@@ -281,7 +284,7 @@ class ORMLModel:
     Y: np.ndarray
     sample_pairs: np.ndarray
     relevant: np.ndarray
-    gamma: float
+    output_weight: float
     r: int
     mean: np.ndarray
 
@@ -290,9 +293,9 @@ class ORMLModel:
         return int(self.Xc.shape[1])
 
 
-def orml_model(X, pairs, relevant, *, session=None, k: int = 6, alpha: float = 1.0, beta: float = 2.0,
-               gamma: float = 9.0, r: int = 15) -> ORMLModel:
-    """Build the ORML model (regularizer, PCA, ideal output) of data ``X`` (n, d) and judgements.
+def orml_model(X, pairs, relevant, *, session=None, n_neighbors: int = 6, alpha: float = 1.0, beta: float = 2.0,
+               output_weight: float = 9.0, r: int = 15) -> ORMLModel:
+    r"""Build the ORML model (regularizer, PCA, ideal output) of data ``X`` (n, d) and judgements.
 
     Parameters
     ----------
@@ -300,43 +303,44 @@ def orml_model(X, pairs, relevant, *, session=None, k: int = 6, alpha: float = 1
         Data, one point per row (never modified; centered internally).
     pairs, relevant, session
         Log-session judgements, see :func:`as_judgements`.
-    k, alpha, beta
-        Neighbourhood size and pair weights of eq. 4 (paper: 6, 1, 2).
-    gamma : float > 0
-        Weight of the output loss (paper: 9).
+    n_neighbors, alpha, beta
+        Neighbourhood size (the paper's k) and pair weights of eq. 4 (paper: 6, 1, 2).
+    output_weight : float > 0
+        Weight :math:`\gamma` of the output loss (paper: 9).
     r : int
         Number of directions, ``1 <= r <= d`` and at most the rank of the centered data (paper: 15).
 
     Notes
     -----
     The program of direction ``d`` (eq. 20) is given by :func:`direction_problem`; the pursuit is
-    :func:`cvxmetric.solvers.orml.solve_orml`.
+    :func:`cvxmetric.solvers.orml.orml_pursuit` (the facade :func:`cvxmetric.solvers.orml.solve_orml`
+    builds this model and runs it).
     """
     X = as_data_matrix(X, min_rows=2)
     n, dim = X.shape
-    k = check_int_in_range(k, "k", 0, n - 1)
+    n_neighbors = check_int_in_range(n_neighbors, "n_neighbors", 0, n - 1)
     alpha, beta = check_positive(alpha, "alpha"), check_positive(beta, "beta")
-    gamma = check_positive(gamma, "gamma")
+    output_weight = check_positive(output_weight, "output_weight")
     r = check_int_in_range(r, "r", 1, min(dim, n - 1))
     P, rel, ses = as_judgements(pairs, relevant, n, session)
     mean = X.mean(axis=0)
     Xc = X - mean
-    I, J, w, dis = _edges(X, P, rel, k, alpha, beta)
+    I, J, w, dis = _edges(X, P, rel, n_neighbors, alpha, beta)
     F = edge_rows(Xc, I, J, w, dis)
     S = F.T @ F
     S = 0.5 * (S + S.T)
     V = pca_transform(Xc, r)
     Xl, Y, sample_pairs, _ = ideal_output(Xc, V, P, rel, ses)
-    return ORMLModel(Xc, F, S, V, Xl, Y, sample_pairs, rel, gamma, r, mean)
+    return ORMLModel(Xc, F, S, V, Xl, Y, sample_pairs, rel, output_weight, r, mean)
 
 
 def direction_problem(model: ORMLModel, Vd: np.ndarray, d: int):
     r"""Least-squares data ``(G, h)`` of eq. 20 for direction ``d`` (0-based) and basis ``Vd``.
 
     :math:`f_d(b) = \|G b - h\|^2` with :math:`G = [F V_d;\ \sqrt{\gamma} X_l V_d]` and
-    :math:`h = [0;\ \sqrt{\gamma}\, y^{(d)}]`.
+    :math:`h = [0;\ \sqrt{\gamma}\, y^{(d)}]`, :math:`\gamma` = ``model.output_weight``.
     """
-    sg = np.sqrt(model.gamma)
+    sg = np.sqrt(model.output_weight)
     G = np.vstack([model.F @ Vd, sg * (model.Xl @ Vd)])
     h = np.concatenate([np.zeros(model.F.shape[0]), sg * model.Y[:, d]])
     return G, h

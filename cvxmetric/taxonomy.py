@@ -98,7 +98,7 @@ def _neighbour_lists(X, y, parent, k):
     return same_nn, sib_nn
 
 
-def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, k: int = 5, delta: float = 1.0,
+def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, n_neighbors: int = 5, delta: float = 1.0,
                          weight: float = 1.0, seed=None) -> ConstraintSet:
     r"""Quadruplets from a class taxonomy (thesis sec. 2.5.1): closer classes give smaller distances.
 
@@ -114,7 +114,7 @@ def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, k: int = 5,
         Number of type-(1) quadruplets: same-class pair closer than a sibling-class pair.
     n_sibling : int
         Number of type-(2) quadruplets: sibling-class pair closer than a cousin-class pair.
-    k : int
+    n_neighbors : int
         Neighbourhood size for :math:`\mathcal{I}_j` (>= 1).
     delta, weight : float
         Margin :math:`\delta \ge 0` and weight of every quadruplet.
@@ -133,7 +133,7 @@ def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, k: int = 5,
         positive count of a type that no point can form (no class with a sibling class; no distinct
         same-class neighbour; no cousin class), the message says which.
     TypeError
-        A count or ``k`` that is not an integer.
+        A count or ``n_neighbors`` that is not an integer.
 
     Notes
     -----
@@ -144,7 +144,7 @@ def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, k: int = 5,
 
     1. :math:`\mathcal{I}_i` uniform among the points that have a distinct same-class point and
        whose class has a sibling class;
-    2. :math:`\mathcal{I}_j` uniform among the ``k`` nearest distinct points of :math:`c_a`;
+    2. :math:`\mathcal{I}_j` uniform among the ``n_neighbors`` nearest distinct points of :math:`c_a`;
     3. :math:`\mathcal{I}_k` uniform in :math:`c_a` (it may equal :math:`\mathcal{I}_i`; LMNN would
        force it), :math:`c_b` uniform among the sibling classes of :math:`c_a`,
        :math:`\mathcal{I}_l` uniform in :math:`c_b`.
@@ -153,21 +153,21 @@ def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, k: int = 5,
 
     1. :math:`\mathcal{I}_i` uniform among the points whose class has a sibling class and a cousin
        class;
-    2. :math:`\mathcal{I}_j` uniform among the ``k`` nearest distinct points of the union of the
+    2. :math:`\mathcal{I}_j` uniform among the ``n_neighbors`` nearest distinct points of the union of the
        sibling classes of :math:`c_a` (the neighbour fixes :math:`c_b`);
     3. :math:`\mathcal{I}_k` uniform in :math:`c_a`, :math:`c_d` uniform among the cousin classes
        of :math:`c_a`, :math:`\mathcal{I}_l` uniform in :math:`c_d`.
 
     "Distinct" excludes duplicates of :math:`\mathcal{I}_i` by the project's relative test
     (:func:`cvxmetric._checks.zero_length_mask`), so any feature scaling leaves the set unchanged.
-    Fewer than ``k`` candidates: all are used. Distances are computed from explicit differences,
+    Fewer than ``n_neighbors`` candidates: all are used. Distances are computed from explicit differences,
     time :math:`O(n^2 d)`. Inputs are never modified.
     """
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
     n_same = check_int_in_range(n_same, "n_same", 0)
     n_sibling = check_int_in_range(n_sibling, "n_sibling", 0)
-    k = check_int_in_range(k, "k", 1)
+    n_neighbors = check_int_in_range(n_neighbors, "n_neighbors", 1)
     delta = check_nonnegative(delta, "delta")
     weight = check_positive(weight, "weight")
     rng = as_rng(seed)
@@ -179,7 +179,7 @@ def taxonomy_quadruplets(X, y, tree, *, n_same: int, n_sibling: int, k: int = 5,
         raise ValueError("no class of y has a sibling class (two leaves of tree with the same parent, both "
                          "present in y), so no taxonomy quadruplet exists; give a tree where some parent "
                          "has at least two classes of y")
-    same_nn, sib_nn = _neighbour_lists(X, y, parent, k)
+    same_nn, sib_nn = _neighbour_lists(X, y, parent, n_neighbors)
     labels = y.tolist()
     rows = []
     for count, kind in ((n_same, 1), (n_sibling, 2)):

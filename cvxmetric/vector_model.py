@@ -16,8 +16,8 @@ with one row :math:`g_c` per constraint:
   :math:`\delta = 1`) and :math:`\beta = -h` for :math:`\delta = 0` (:math:`L^h_0`, zero loss as
   soon as :math:`D_w(k, l) \ge D_w(i, j)`);
 
-:math:`\Psi_{ij} = x_i - x_j` (``model="linear"``: a row of :math:`L`, relative attributes) or
-:math:`(x_i - x_j)^{\circ 2}` (``model="diagonal"``: :math:`M = \mathrm{Diag}(w)`).
+:math:`\Psi_{ij} = x_i - x_j` (``diagonal=False``, the linear model: a row of :math:`L`, relative
+attributes) or :math:`(x_i - x_j)^{\circ 2}` (``diagonal=True``: :math:`M = \mathrm{Diag}(w)`).
 :math:`c_c = w_c C_Q` on relative constraints and :math:`w_c C_P` on pairs. Pairs use the
 learned threshold :math:`b` with unit margins (eq. 2.10), so the bounds stored in a pair's
 :math:`\delta` are not used by this model.
@@ -50,13 +50,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .certificates import Bounds
-from ._checks import as_data_matrix, check_nonnegative, check_positive
+from ._checks import as_data_matrix, check_bool, check_nonnegative, check_positive
 from .constraints import ConstraintSet
 from .losses import DEFAULT_HUBER_H, huber_hinge, huber_hinge_curvature, huber_hinge_grad
 
-__all__ = ["VectorModel", "qwise_vector_model", "VECTOR_MODELS"]
+__all__ = ["VectorModel", "qwise_vector_model", "VECTOR_KINDS"]
 
-VECTOR_MODELS = ("linear", "diagonal")
+#: The two parametrisations (``VectorModel.kind``), chosen by ``qwise_vector_model(..., diagonal=)``.
+VECTOR_KINDS = ("linear", "diagonal")
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,15 +175,18 @@ class VectorModel:
         return np.diag(w) if self.kind == "diagonal" else np.outer(w, w)
 
 
-def qwise_vector_model(X, constraints: ConstraintSet, *, model: str = "diagonal", C_Q: float = 1.0,
+def qwise_vector_model(X, constraints: ConstraintSet, *, diagonal: bool = True, C_Q: float = 1.0,
                        C_P: float = 1.0, h: float = DEFAULT_HUBER_H) -> VectorModel:
-    """Build the :class:`VectorModel` of thesis eq. (2.10) (see the module docstring)."""
+    """Build the :class:`VectorModel` of thesis eq. (2.10) (see the module docstring).
+
+    ``diagonal=True``: :math:`M = \\mathrm{Diag}(w)`, :math:`w \\ge 0` (kind ``"diagonal"``);
+    ``diagonal=False``: the linear model, :math:`M = w w^\\top` (kind ``"linear"``).
+    """
     X = as_data_matrix(X)
     if not isinstance(constraints, ConstraintSet):
         raise TypeError(f"constraints must be a ConstraintSet; got {type(constraints).__name__}")
     constraints.validate(X.shape[0], name="constraints")
-    if model not in VECTOR_MODELS:
-        raise ValueError(f"model must be one of {VECTOR_MODELS}; got {model!r}")
+    kind = "diagonal" if check_bool(diagonal, "diagonal") else "linear"
     C_Q = check_nonnegative(C_Q, "C_Q")
     C_P = check_nonnegative(C_P, "C_P")
     h = check_positive(h, "h")
@@ -191,7 +195,7 @@ def qwise_vector_model(X, constraints: ConstraintSet, *, model: str = "diagonal"
     idx = constraints.idx
     diff_ij = X[idx[:, 0]] - X[idx[:, 1]]
     diff_kl = X[idx[:, 2]] - X[idx[:, 3]]
-    if model == "diagonal":
+    if kind == "diagonal":
         psi_ij, psi_kl = diff_ij ** 2, diff_kl ** 2
     else:
         psi_ij, psi_kl = diff_ij, diff_kl
@@ -209,4 +213,4 @@ def qwise_vector_model(X, constraints: ConstraintSet, *, model: str = "diagonal"
     delta = np.asarray(constraints.delta)
     beta[rel] = np.where(delta[rel] == 0, -h, delta[rel])
     coef = constraints.weight * np.where(rel, C_Q, C_P)
-    return VectorModel(G, beta, coef, h, nonneg=(model == "diagonal"), kind=model)
+    return VectorModel(G, beta, coef, h, nonneg=(kind == "diagonal"), kind=kind)

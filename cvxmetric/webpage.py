@@ -31,7 +31,7 @@ origin and whose row :math:`1 + p` is :math:`c_p = d_{regions}(p)^{\circ 1/2}` (
 square root of eq. 4.6). A version pair :math:`p` is then the point pair :math:`(1 + p, 0)` of ``X``:
 
 * full matrix (eq. 4.6): :math:`x_{1+p} - x_0 = c_p`, so :math:`\langle M, C_{1+p,0}\rangle = c_p^\top M c_p`;
-* diagonal (eq. 4.5, vector model ``model="diagonal"``): :math:`\Psi = (x_{1+p} - x_0)^{\circ 2} = d_{regions}(p)`
+* diagonal (eq. 4.5, vector model ``diagonal=True``): :math:`\Psi = (x_{1+p} - x_0)^{\circ 2} = d_{regions}(p)`
   (up to one rounding of the square root), so :math:`w^\top \Psi = \mathcal{D}_w`.
 
 Every constraint of the chapter is a :class:`~cvxmetric.constraints.ConstraintSet` over these rows.
@@ -39,7 +39,8 @@ Every constraint of the chapter is a :class:`~cvxmetric.constraints.ConstraintSe
 Constraints
 -----------
 Monotony of changes (:func:`monotony_constraints`, eqs. 4.1–4.2), for a change period
-:math:`\gamma \ge 2`, quadruplets :math:`(v_t, v_{t+1}, v_r, v_s)` with :math:`r \le t < s`,
+:math:`\gamma \ge 2` (the parameter ``change_period``), quadruplets :math:`(v_t, v_{t+1}, v_r, v_s)` with
+:math:`r \le t < s`,
 :math:`(r, s) \ne (t, t + 1)`, inside the thesis' sampling window :math:`t - r \le` ``max_back``,
 :math:`s - t \le` ``max_ahead`` (thesis 4.4.4: 6 and 7):
 
@@ -52,7 +53,7 @@ and :math:`b + 1 \le D(v_r, v_s)` with a learned threshold :math:`b`. This *is* 
 bias: :mod:`cvxmetric.vector_model` writes a similar pair as :math:`L^h_1(-1, w^\top\Psi - b)`
 (zero loss iff :math:`w^\top\Psi \le b - 1`, up to the Huber width) and a dissimilar pair as
 :math:`L^h_1(1, w^\top\Psi - b)` (:math:`w^\top\Psi \ge b + 1`), with :math:`\omega = [w; b]`. So
-eqs. 4.3–4.5 are ``qwise_vector_model(pairs.X, constraints, model="diagonal")`` and the learned
+eqs. 4.3–4.5 are ``qwise_vector_model(pairs.X, constraints, diagonal=True)`` and the learned
 threshold is ``omega[-1]``. (The full-matrix Qwise model has no bias: there a pair's stored bound
 is a fixed threshold; pass ``u`` and ``l``.)
 """
@@ -304,7 +305,7 @@ def successive_pairs(n_versions: int) -> np.ndarray:
     return np.column_stack([t, t + 1])
 
 
-def monotony_quadruplets(n_versions: int, gamma: int, *, max_back: int = 6,
+def monotony_quadruplets(n_versions: int, change_period: int, *, max_back: int = 6,
                          max_ahead: int = 7) -> tuple[np.ndarray, np.ndarray]:
     r"""All version quadruplets :math:`(t, t + 1, r, s)` of eqs. 4.1–4.2 (module docstring).
 
@@ -312,8 +313,8 @@ def monotony_quadruplets(n_versions: int, gamma: int, *, max_back: int = 6,
     ----------
     n_versions : int
         Versions :math:`0, \dots, n - 1`.
-    gamma : int >= 2
-        Change period :math:`\gamma`.
+    change_period : int >= 2
+        Change period :math:`\gamma` (thesis notation).
     max_back, max_ahead : int
         Sampling window :math:`t - r \le` ``max_back``, :math:`s - t \le` ``max_ahead`` (thesis: 6, 7).
 
@@ -325,7 +326,7 @@ def monotony_quadruplets(n_versions: int, gamma: int, *, max_back: int = 6,
         Membership of :math:`\mathcal{A}` (:math:`s \ge r + \gamma \ge t + 1`); the rest is :math:`\mathcal{B}`.
     """
     n_versions = check_int_in_range(n_versions, "n_versions", 2)
-    gamma = check_int_in_range(gamma, "gamma", 2)
+    gamma = check_int_in_range(change_period, "change_period", 2)
     max_back = check_int_in_range(max_back, "max_back", 0)
     max_ahead = check_int_in_range(max_ahead, "max_ahead", 1)
     rows = []
@@ -338,13 +339,13 @@ def monotony_quadruplets(n_versions: int, gamma: int, *, max_back: int = 6,
     r, s, t = quads[:, 2], quads[:, 3], quads[:, 0]
     in_A = (s >= r + gamma) & (r + gamma >= t + 1)
     if not np.any(in_A):
-        raise ValueError(f"no quadruplet of set A exists (it needs s - r >= gamma = {gamma} inside the window "
+        raise ValueError(f"no quadruplet of set A exists (it needs s - r >= change_period = {gamma} inside the window "
                          f"max_back={max_back}, max_ahead={max_ahead} and {n_versions} versions): "
-                         "lower gamma, or widen the window / add versions")
+                         "lower change_period, or widen the window / add versions")
     return quads, in_A
 
 
-def monotony_constraints(pairs: VersionPairs, gamma: int, *, max_back: int = 6, max_ahead: int = 7,
+def monotony_constraints(pairs: VersionPairs, change_period: int, *, max_back: int = 6, max_ahead: int = 7,
                          weight: float = 1.0) -> ConstraintSet:
     r"""The monotony-of-change sets :math:`\mathcal{A}` (:math:`\delta = 1`) and :math:`\mathcal{B}`
     (:math:`\delta = 0`) as a ConstraintSet over ``pairs.X`` (eqs. 4.1–4.2, module docstring).
@@ -357,7 +358,7 @@ def monotony_constraints(pairs: VersionPairs, gamma: int, *, max_back: int = 6, 
     if not isinstance(pairs, VersionPairs):
         raise TypeError(f"pairs must be a VersionPairs table (PageHistory.version_pairs); got {type(pairs).__name__}")
     n_versions = int(pairs.pairs.max()) + 1
-    quads, in_A = monotony_quadruplets(n_versions, gamma, max_back=max_back, max_ahead=max_ahead)
+    quads, in_A = monotony_quadruplets(n_versions, change_period, max_back=max_back, max_ahead=max_ahead)
     quads = np.concatenate([quads[in_A], quads[~in_A]])
     delta = np.concatenate([np.ones(int(in_A.sum())), np.zeros(int((~in_A).sum()))])
     near = pairs.rows(quads[:, :2], "the window's successive pairs")
@@ -371,7 +372,7 @@ def threshold_pairs(pairs: VersionPairs, *, similar=(), dissimilar=(), u: float 
     r"""Similar and dissimilar version pairs against the threshold (eqs. 4.3–4.4) over ``pairs.X``.
 
     Similar pair ``(r, s)`` → ``(row, 0, row, row)``, dissimilar → ``(row, row, row, 0)``
-    (:meth:`ConstraintSet.from_pairs`). In the vector model (``qwise_vector_model(..., model="diagonal")``)
+    (:meth:`ConstraintSet.from_pairs`). In the vector model (``qwise_vector_model(..., diagonal=True)``)
     they read :math:`\mathcal{D}_w(v_r, v_s) + 1 \le b` and :math:`b + 1 \le \mathcal{D}_w(v_r, v_s)` with the
     learned threshold :math:`b = \omega_{-1}`, and the stored bounds ``u``, ``l`` are not used; a full-matrix
     model has no bias and reads them as fixed thresholds (give ``0 <= u <= l`` then).

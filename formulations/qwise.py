@@ -142,13 +142,13 @@ def build_vector_problem(vm: VectorModel, *, method: str = "qwise_vector") -> Fo
                        normalize=normalize)
 
 
-def build_qwise_vector(X, constraints: ConstraintSet, *, model: str = "diagonal", C_Q: float = 1.0,
+def build_qwise_vector(X, constraints: ConstraintSet, *, diagonal: bool = True, C_Q: float = 1.0,
                        C_P: float = 1.0, h: float = DEFAULT_HUBER_H) -> Formulation:
     """Vector Qwise problem (thesis eq. 2.10 with the Huber losses of appendix B.2).
 
-    ``model="diagonal"``: :math:`\\Psi = (x_i - x_j)^{\\circ 2}`, :math:`\\omega \\ge 0`;
-    ``model="linear"``: :math:`\\Psi = x_i - x_j`, :math:`\\omega` free. The point is
+    ``diagonal=True``: :math:`\\Psi = (x_i - x_j)^{\\circ 2}`, :math:`\\omega \\ge 0`;
+    ``diagonal=False`` (the linear model): :math:`\\Psi = x_i - x_j`, :math:`\\omega` free. The point is
     :math:`\\omega = [w; b]` of length d + 1.
     """
-    vm = qwise_vector_model(X, constraints, model=model, C_Q=C_Q, C_P=C_P, h=h)
+    vm = qwise_vector_model(X, constraints, diagonal=diagonal, C_Q=C_Q, C_P=C_P, h=h)
     return build_vector_problem(vm)

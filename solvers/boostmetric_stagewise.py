@@ -224,7 +224,7 @@ def boostmetric_stagewise(X, triplets, *, loss: str = "exp", nu: float = 1e-7, m
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
         u = twin.weights(rho)
-        lam, V, resid = geom.top_eigenpair(u, method=eig)
+        lam, V, resid = geom.top_eigenpair(u, eig=eig)
         if lam[0] - nu <= STALL_RTOL * geom.weight_scale(u):
             stop_reason = "stalled"
             break
@@ -299,7 +299,7 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
             stop_reason = "converged"
             break
         u = twin.weights(rho)
-        lam, V, resid = geom.top_eigenpair(u, method=eig, k=min(n_columns, twin.d))
+        lam, V, resid = geom.top_eigenpair(u, eig=eig, n_vectors=min(n_columns, twin.d))
         new = V[:, lam - nu > geom.roundoff(u)]
         if new.shape[1] == 0:
             f_old = twin.value_from_margins(rho, w.sum())
@@ -325,8 +325,8 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
     return run.result(f"boostmetric-{loss}-tc", w, n_iter, stop_reason, history)
 
 
-def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes: int = 2, k_target: int = 3,
-                          k_impostor: int = 3, **fit_options) -> SolverResult:
+def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes: int = 2, n_neighbors: int = 3,
+                          n_impostors: int = 3, **fit_options) -> SolverResult:
     r"""Multi-pass BoostMetric (sec. 3.7): regenerate the triplets in the learned metric and refit.
 
     Pass 1 generates triplets from labels in the Euclidean metric
@@ -341,7 +341,7 @@ def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes
     fit : callable
         ``fit(Z, triplets, **fit_options) -> SolverResult`` (any BoostMetric solver).
     passes : int
-    k_target, k_impostor : int
+    n_neighbors, n_impostors : int
         Triplet generation (the paper's k = 3).
 
     Returns
@@ -363,7 +363,7 @@ def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes
         warnings.simplefilter("ignore", ConvergenceWarning)   # reported once, by the outer result
         for _ in range(passes):
             Z = X @ L
-            res = fit(Z, triplets_from_labels(Z, y, k_target=k_target, k_impostor=k_impostor), **fit_options)
+            res = fit(Z, triplets_from_labels(Z, y, n_neighbors=n_neighbors, n_impostors=n_impostors), **fit_options)
             results.append(res)
             M = L @ res.M @ L.T
             M = 0.5 * (M + M.T)

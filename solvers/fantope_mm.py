@@ -33,7 +33,7 @@ bound at :math:`W(M^n)` is thus also the certificate of :math:`M^n`; the loop st
 certificate lags (e.g. features scaled by 1e6) cannot give a small :math:`\rho`: the loop stops after
 the first inner solve that ends uncertified (its step is kept: it still decreases :math:`\varphi`) with
 ``converged=False`` and status ``"inner_not_converged"`` — never a converged outer loop over
-unconverged inner solves; ``max_outer`` and ``time_limit`` stop it otherwise.
+unconverged inner solves; ``max_iter`` (outer iterations) and ``time_limit`` stop it otherwise.
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _multipliers(res: SolverResult):
     return res.info.get("y") if y is None else y
 
 
-def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX_OUTER,
+def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_iter: int = MM_MAX_OUTER,
                tol: float = MM_TOL, inner: str = "pdhg", inner_options: dict | None = None,
                time_limit: float | None = None) -> SolverResult:
     r"""Majorization–minimization with the fast inner solver.
@@ -95,7 +95,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
         :func:`cvxmetric.formulations.fantope.fantope_mm_reference`).
     M0 : array_like, shape (d, d), optional
         PSD start; also the warm start of the first inner solve (default 0).
-    max_outer : int
+    max_iter : int
         Outer iteration limit (a ``ConvergenceWarning`` when it stops an uncertified method).
     tol : float
         Tolerance of the MM fixed-point gap :math:`\rho` (module docstring).
@@ -123,7 +123,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     """
     if not isinstance(model, FantopeModel):
         raise TypeError(f"model must be a FantopeModel; got {type(model).__name__}")
-    max_outer = check_int_in_range(max_outer, "max_outer", 1, 10**6)
+    max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**6)
     tol = check_positive(tol, "tol")
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
@@ -151,7 +151,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_outer: int = MM_MAX
     y_prev = None
     last_inner_ok = True
     timed_out = False
-    for _ in range(max_outer):
+    for _ in range(max_iter):
         bound = model.bound(W)
         opts = dict(inner_opts)
         if time_limit is not None:

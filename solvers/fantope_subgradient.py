@@ -64,8 +64,8 @@ def stationarity_hook(model: FantopeModel):
     r"""The engine's ``stationarity`` hook: :math:`\min(\rho(M; W(M)), \rho(M; \bar W))` (module docstring)."""
     def residual(base, y, ebar, M, lam, V) -> float:
         rho = majorizer_residual(model, M, fantope_terms_from_eig(lam, V, model.k)[1], y)
-        if model.mu > 0 and ebar is not None and np.ndim(ebar) == 2:
-            W_bar = symmetrize(np.asarray(ebar) / model.mu)
+        if model.reg_weight > 0 and ebar is not None and np.ndim(ebar) == 2:
+            W_bar = symmetrize(np.asarray(ebar) / model.reg_weight)
             if fantope_violation(W_bar, model.k) <= FANTOPE_TOL:
                 rho = min(rho, majorizer_residual(model, M, W_bar, y))
         return rho

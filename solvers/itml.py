@@ -64,13 +64,14 @@ import time
 import numpy as np
 from scipy.linalg import blas, cho_factor, cho_solve
 
-from cvxmetric._checks import as_rng, check_bool, check_int_in_range, check_positive
+from cvxmetric._checks import (as_rng, check_bool, check_int_in_range,
+                               check_method_options, check_positive, keyword_options)
 from cvxmetric.certificates import relative_gap
 from cvxmetric.itml import ITMLModel, itml_model
 
-from .result import SolverResult, make_result
+from .result import ENGINE_HOOKS, SolverResult, make_result
 
-__all__ = ["solve_itml", "bregman_itml", "DEFAULT_TOL", "STALL_SWEEPS"]
+__all__ = ["solve_itml", "bregman_itml", "DEFAULT_TOL", "STALL_SWEEPS", "ITML_METHODS"]
 
 #: Tolerance on the certified relative gap (upper - lower) / max(|upper|, |lower|). The gap is
 #: about the square of the relative KKT residual: measured on the default instances, 1e-12
@@ -159,7 +160,7 @@ def _resync(model: ITMLModel, lam: np.ndarray, P: np.ndarray) -> np.ndarray:
     return Pf
 
 
-def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_sweeps: int = 5_000, seed=0,
+def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_iter: int = 5_000, seed=0,
                  shuffle: bool = True, lam0=None, stall_sweeps: int = STALL_SWEEPS,
                  solver_name: str = "itml-bregman") -> SolverResult:
     r"""Cyclic Bregman projections for an :class:`~cvxmetric.itml.ITMLModel` (module docstring).
@@ -169,7 +170,7 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_sweeps: int 
     model : ITMLModel
     tol : float
         Tolerance on the certified relative gap, checked after every sweep.
-    max_sweeps : int
+    max_iter : int
         Limit on sweeps over all pairs; hitting it warns (ConvergenceWarning).
     seed : None, int or numpy.random.Generator
         Seed of the per-sweep random order.
@@ -198,7 +199,7 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_sweeps: int 
     if not isinstance(model, ITMLModel):
         raise TypeError(f"model must be an ITMLModel; got {type(model).__name__}")
     tol = check_positive(tol, "tol")
-    max_sweeps = check_int_in_range(max_sweeps, "max_sweeps", 1, 10**9)
+    max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**9)
     shuffle = check_bool(shuffle, "shuffle")
     stall_sweeps = check_int_in_range(stall_sweeps, "stall_sweeps", 1, 10**9)
     rng = as_rng(seed)
@@ -216,7 +217,7 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_sweeps: int 
     sweeps = 0
     best_gap, best_at = np.inf, 0
     stop_reason = "max_iter"
-    while sweeps < max_sweeps:
+    while sweeps < max_iter:
         if shuffle:
             rng.shuffle(order)
         lam_before = np.array(lam)
@@ -254,13 +255,53 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_sweeps: int 
     )
 
 
-def solve_itml(X, pairs=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None,
-               weight=None, **options) -> SolverResult:
-    """ITML (DESIGN §5.3) by cyclic Bregman projections.
+#: Algorithms of :func:`solve_itml` (one: cyclic Bregman projections) and their options.
+ITML_METHODS = {"bregman": keyword_options(bregman_itml, exclude=ENGINE_HOOKS)}
 
-    Model arguments as in :func:`cvxmetric.itml.itml_model` (a pairwise ConstraintSet, whose
-    weights are used, or similar and dissimilar pair arrays with optional ``weight``);
-    ``options`` go to :func:`bregman_itml`.
+
+def solve_itml(X, pairs=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None,
+               weight=None, method: str = "bregman", **options) -> SolverResult:
+    r"""ITML (Davis et al. 2007; DESIGN §5.3) by cyclic Bregman projections.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Data, one point per row.
+    pairs : ConstraintSet or array_like of int, shape (p, 2)
+        A pairwise ConstraintSet (its bounds give ``u`` and ``l`` unless given, its weights the
+        per-pair weights) or the similar pairs.
+    dissimilar : array_like of int, shape (q, 2), optional
+        The dissimilar pairs (with similar pairs given as an array).
+    u, l : float, optional
+        Bounds on the squared distances of similar (:math:`\le u`) and dissimilar
+        (:math:`\ge l`) pairs; default the 5th and 95th percentiles of the pairs' squared lengths.
+    gamma : float
+        Slack trade-off :math:`\gamma > 0` (metric-learn's ``gamma``).
+    prior : array_like, shape (d, d), optional
+        The prior :math:`M_0 \succ 0` (default the identity).
+    weight : array_like, shape (p + q,), optional
+        Per-pair weights (explicit arrays only).
+    method : {"bregman"}
+        Cyclic Bregman projections with dual correction, :func:`bregman_itml` (the one algorithm).
+    **options
+        ``tol``, ``max_iter`` (sweeps), ``seed``, ``shuffle``, ``lam0``, ``stall_sweeps``. Any
+        other option is a ValueError.
+
+    Returns
+    -------
+    SolverResult
+        The result contract: ``measure="certified_gap"``, ``lower_bound`` the repaired Lagrange
+        dual bound, ``multipliers`` the Bregman :math:`\lambda` (see :func:`bregman_itml`).
+
+    Notes
+    -----
+    .. math::
+        \min_{M \succ 0,\ \xi > 0}\ \mathrm{tr}(M M_0^{-1}) - \log\det(M M_0^{-1}) - d
+            + \gamma \sum_c w_c \Big(\frac{\xi_c}{\xi^0_c} - \log\frac{\xi_c}{\xi^0_c} - 1\Big)
+
+    subject to :math:`\langle M, C_c\rangle \le \xi_c` on similar and :math:`\ge \xi_c` on
+    dissimilar pairs, :math:`\xi^0_c = u` resp. :math:`l`, :math:`C_c = (x_i - x_j)(x_i - x_j)^\top`.
     """
+    method = check_method_options("solve_itml", method, options, ITML_METHODS, renamed={"max_sweeps": "max_iter"})
     model = itml_model(X, pairs, dissimilar, u=u, l=l, gamma=gamma, prior=prior, weight=weight)
     return bregman_itml(model, **options)

@@ -42,7 +42,8 @@ import time
 
 import numpy as np
 
-from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_positive
+from cvxmetric._checks import (as_square_symmetric, check_int_in_range, check_method_options,
+                               check_positive, keyword_options)
 from cvxmetric.certificates import relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.linalg import project_psd_halfspace
@@ -50,7 +51,7 @@ from cvxmetric.mmc import MMCModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["solve_mmc", "mmc_ascent", "DEFAULT_TOL", "CHECK_EVERY"]
+__all__ = ["solve_mmc", "mmc_ascent", "DEFAULT_TOL", "CHECK_EVERY", "MMC_METHODS"]
 
 #: Certified relative gap on the min-form objective at which the ascent stops (the harness
 #: requires 1e-3 against the ground truth; the certificate is an upper bound on the true gap).
@@ -192,9 +193,41 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
     return M, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections, "stop": stop}
 
 
-def solve_mmc(X, constraints: ConstraintSet, **options) -> SolverResult:
-    """MMC on ``X`` with the pairs of ``constraints`` (see :class:`cvxmetric.mmc.MMCModel`).
+#: Algorithms of :func:`solve_mmc` (one: projected gradient ascent of the max form) and their options.
+MMC_METHODS = {"ascent": keyword_options(mmc_ascent)}
 
-    ``options`` go to :func:`mmc_ascent` (``tol``, ``max_iter``, ``M0``, ...).
+
+def solve_mmc(X, constraints: ConstraintSet, *, method: str = "ascent", **options) -> SolverResult:
+    r"""MMC (Xing et al. 2002; DESIGN §5.1) on ``X`` with the pairs of ``constraints``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Data, one point per row.
+    constraints : ConstraintSet
+        Similar pairs :math:`S` and dissimilar pairs :math:`D` (their weights weight the sums; the
+        bounds are not read: MMC's scale is its constraint).
+    method : {"ascent"}
+        Projected gradient ascent of the max form, :func:`mmc_ascent` (the one algorithm).
+    **options
+        ``M0``, ``tol``, ``max_iter``, ``check_every``, ``whiten``, ``callback``. Any other
+        option is a ValueError.
+
+    Returns
+    -------
+    SolverResult
+        The result contract for the min form: ``measure="certified_gap"``, ``lower_bound``
+        :math:`\ell(M)`, ``multipliers`` the constraint's multiplier (see :func:`mmc_ascent`).
+
+    Notes
+    -----
+    .. math::
+        \min_{M \succeq 0}\ \sum_{(i,j) \in S} w_{ij} \langle M, C_{ij}\rangle
+        \quad\text{s.t.}\quad \sum_{(i,j) \in D} w_{ij} \sqrt{\langle M, C_{ij}\rangle} \ge 1 ,
+
+    :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`; solved through the max form
+    :math:`\max\{\sum_D w\sqrt{\langle M, C\rangle} : M \succeq 0,\ \sum_S w\langle M, C\rangle \le 1\}`
+    and the scale identity :math:`p^*_{\min} = 1/(p^*_{\max})^2`.
     """
+    method = check_method_options("solve_mmc", method, options, MMC_METHODS)
     return mmc_ascent(MMCModel(X, constraints), **options)

@@ -27,13 +27,13 @@ import time
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lstsq
 
-from cvxmetric._checks import check_positive
+from cvxmetric._checks import check_method_options, check_positive, keyword_options
 from cvxmetric.certificates import relative_gap
-from cvxmetric.orml import ORMLModel, direction_problem, pursuit_basis
+from cvxmetric.orml import ORMLModel, direction_problem, orml_model, pursuit_basis
 
-from .result import make_result
+from .result import SolverResult, make_result
 
-__all__ = ["solve_orml", "direction_bound", "ORML_TOL"]
+__all__ = ["solve_orml", "orml_pursuit", "direction_bound", "ORML_TOL", "ORML_METHODS"]
 
 #: Certified relative gap required: each direction is solved exactly up to round-off (a Cholesky
 #: solve leaves gaps of ~1e-15..1e-13 on well-conditioned directions).
@@ -49,8 +49,9 @@ def direction_bound(G: np.ndarray, h: np.ndarray, b: np.ndarray) -> tuple[float,
     return f, float(-(nu @ nu) - 2.0 * (h @ nu))
 
 
-def solve_orml(model: ORMLModel, *, tol: float = ORML_TOL):
-    """Run the orthogonal pursuit on an :class:`cvxmetric.orml.ORMLModel`.
+def orml_pursuit(model: ORMLModel, *, tol: float = ORML_TOL) -> SolverResult:
+    """Run the orthogonal pursuit on an :class:`cvxmetric.orml.ORMLModel` (the facade from data is
+    :func:`solve_orml`).
 
     Returns
     -------
@@ -93,3 +94,61 @@ def solve_orml(model: ORMLModel, *, tol: float = ORML_TOL):
     return make_result("orml-pursuit", objective=objective, measure="certified_gap", tol=tol,
                        stop_reason="not_certified", w=w, measure_value=max(gaps),
                        lower_bound=float(np.sum(lowers)), n_iter=r, time=time.perf_counter() - t0, info=info)
+
+
+#: Algorithms of :func:`solve_orml` (one: the orthogonal pursuit) and their options.
+ORML_METHODS = {"pursuit": keyword_options(orml_pursuit)}
+
+
+def solve_orml(X, pairs, relevant, *, session=None, n_neighbors: int = 6, alpha: float = 1.0, beta: float = 2.0,
+               output_weight: float = 9.0, r: int = 15, method: str = "pursuit", **options) -> SolverResult:
+    r"""ORML (Liu, Hoi & Liu 2008) on data and log-session judgements, by the orthogonal pursuit.
+
+    Builds the model with :func:`cvxmetric.orml.orml_model` and runs :func:`orml_pursuit`.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Data, one point per row (centered internally, never modified).
+    pairs, relevant, session
+        The judgements: ``(query, image)`` index pairs, whether each image was judged relevant,
+        and the session of each pair (:func:`cvxmetric.orml.as_judgements`).
+    n_neighbors : int
+        Size of the Euclidean neighbourhood graph of eq. 4 (the paper's k = 6; 0: none).
+    alpha, beta : float
+        Weights of similar and dissimilar pairs in eq. 4 (paper: 1, 2).
+    output_weight : float
+        Weight :math:`\gamma > 0` of the output loss (paper: 9).
+    r : int
+        Number of directions (the rank of :math:`A = U U^\top`), at most the rank of the centered data.
+    method : {"pursuit"}
+        The orthogonal pursuit of eqs. 18-21 (the one algorithm).
+    **options
+        ``tol``: the certified relative gap every direction must reach (default ``ORML_TOL``).
+        Any other option is a ValueError.
+
+    Returns
+    -------
+    SolverResult
+        The result contract (``measure="certified_gap"``, ``lower_bound``, ``multipliers``); the
+        point ``w`` (the coefficients of every direction), ``info["U"]`` (d, r) and
+        ``info["A"] = U U^T``, the learned metric (see :func:`orml_pursuit`).
+
+    Notes
+    -----
+    For :math:`d = 1, \dots, r`, with :math:`V^{(d)}` the PCA directions :math:`v_d, \dots, v_r`
+    projected off :math:`u_1, \dots, u_{d-1}` (eq. 18):
+
+    .. math::
+        b_d = \arg\min_b\ \|F V^{(d)} b\|^2 + \gamma\,\|X_l V^{(d)} b - y^{(d)}\|^2 ,
+        \qquad u_d = V^{(d)} b_d ,
+
+    with :math:`F^\top F = S = X_c^\top (L + 2T) X_c` (eqs. 4-8), the log samples :math:`X_l`, the
+    ideal output :math:`y^{(d)}` (eqs. 12-15) and :math:`\gamma` = ``output_weight``; the result's
+    objective is :math:`\sum_d` of these minima (eq. 17 at :math:`U`).
+    """
+    method = check_method_options("solve_orml", method, options, ORML_METHODS,
+                                  renamed={"k": "n_neighbors", "gamma": "output_weight"})
+    model = orml_model(X, pairs, relevant, session=session, n_neighbors=n_neighbors, alpha=alpha, beta=beta,
+                       output_weight=output_weight, r=r)
+    return orml_pursuit(model, **options)

@@ -5,6 +5,7 @@ Both read the same numpy model as the cvxpy formulation (:mod:`cvxmetric.models`
 """
 from __future__ import annotations
 
+from cvxmetric._checks import check_bool, check_method_options, keyword_options
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.losses import DEFAULT_HUBER_H
 from cvxmetric.models import qwise_model
@@ -12,31 +13,69 @@ from cvxmetric.vector_model import qwise_vector_model
 
 from .newton import projected_newton
 from .pdhg import pdhg
-from .result import SolverResult
+from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
 
-__all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS"]
+__all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_METHODS"]
 
-#: Full-matrix algorithms of :func:`solve_qwise`: the thesis' projected subgradient engine and the
-#: restarted primal-dual hybrid gradient method (much faster at d = 50 and thousands of constraints).
-QWISE_METHODS = ("subgradient", "pdhg")
+#: Full-matrix algorithms of :func:`solve_qwise` and the options each reads: the thesis' projected
+#: subgradient engine and the restarted primal-dual hybrid gradient method (much faster at d = 50
+#: and thousands of constraints).
+QWISE_METHODS = {
+    "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS),
+    "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS),
+}
+
+#: Algorithms of :func:`solve_qwise_vector` (one: projected Newton) and their options.
+QWISE_VECTOR_METHODS = {"newton": keyword_options(projected_newton, exclude=ENGINE_HOOKS)}
 
 
 def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_Q: float = 1.0,
                 C_P: float = 1.0, reg_weight: float = 1.0, pull_pairs=None, method: str = "subgradient",
                 **options) -> SolverResult:
-    """Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
+    r"""Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
 
-    Model parameters as in :func:`cvxmetric.formulations.qwise.build_qwise`. ``method="subgradient"``
-    (thesis alg. 1) passes ``options`` to :func:`cvxmetric.solvers.subgradient.projected_subgradient`
-    (``max_iter``, ``tol`` — the certified relative gap it stops at —, ``active_set``, ...);
-    ``method="pdhg"`` to :func:`cvxmetric.solvers.pdhg.pdhg` (``max_iter``, ``tol``, ``certificate_tol``,
-    ``time_limit``, ``M0``, ``y0``, ...). Both results carry the hinge ``multipliers`` and, where the
-    model has one, a certified ``lower_bound`` (``measure == "certified_gap"``; PDHG otherwise a
-    relative ``"kkt_residual"``).
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Data, one point per row.
+    constraints : ConstraintSet
+        Relative constraints (quadruplets, triplets; weighted by ``C_Q``) and pairs (``C_P``).
+    regularizer : {"trace", "frobenius", "pull"}
+        :math:`\Omega`: :math:`\mathrm{tr}\,M`, :math:`\frac12\|M\|_F^2` or
+        :math:`\langle M, \sum_{(i,j) \in S} C_{ij}\rangle` over ``pull_pairs``.
+    C_Q, C_P : float
+        Non-negative weights of the relative and the pairwise hinge terms.
+    reg_weight : float
+        Positive weight of :math:`\Omega`.
+    pull_pairs : array_like, shape (p, 2), optional
+        The similar pairs :math:`S` of the ``"pull"`` regularizer (required by it, rejected otherwise).
+    method : {"subgradient", "pdhg"}
+        ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`;
+        ``"pdhg"``: restarted PDHG, :func:`cvxmetric.solvers.pdhg.pdhg`.
+    **options
+        Options of the chosen algorithm (``max_iter``, ``tol``, ``time_limit``, ``M0``, ...; PDHG
+        also ``certificate_tol``, ``y0``, ...). An option the method does not read is a ValueError.
+
+    Returns
+    -------
+    SolverResult
+        The result contract (:func:`cvxmetric.solvers.result.make_result`): ``M``, ``objective``,
+        ``converged``, ``measure`` (``"certified_gap"``; PDHG without a certificate
+        ``"kkt_residual"``), ``lower_bound``, ``certified_gap`` and the hinge ``multipliers``.
+
+    Notes
+    -----
+    .. math::
+        \min_{M \succeq 0}\ \lambda\,\Omega(M) + \sum_c C_c\, w_c\,
+        [\delta_c + \langle M, C_{ij} - C_{kl}\rangle]_+ ,
+
+    with :math:`\lambda` = ``reg_weight``, :math:`C_c` = ``C_Q`` on relative constraints and
+    ``C_P`` on pairs, :math:`w_c`, :math:`\delta_c` the weights and margins of ``constraints``
+    (a pair is the quadruplet with a repeated index, :class:`~cvxmetric.constraints.ConstraintSet`)
+    and :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`.
     """
-    if not isinstance(method, str) or method not in QWISE_METHODS:
-        raise ValueError(f"method must be one of {QWISE_METHODS}; got {method!r}")
+    method = check_method_options("solve_qwise", method, options, QWISE_METHODS)
     model = qwise_model(X, constraints, regularizer=regularizer, C_Q=C_Q, C_P=C_P,
                         reg_weight=reg_weight, pull_pairs=pull_pairs)
     if method == "pdhg":
@@ -44,8 +83,51 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)
 
 
-def solve_qwise_vector(X, constraints: ConstraintSet, *, model: str = "diagonal", C_Q: float = 1.0,
-                       C_P: float = 1.0, h: float = DEFAULT_HUBER_H, **options) -> SolverResult:
-    """Vector Qwise (thesis eq. 2.10, Huber losses) by projected Newton (appendix B, alg. 4)."""
-    vm = qwise_vector_model(X, constraints, model=model, C_Q=C_Q, C_P=C_P, h=h)
+def solve_qwise_vector(X, constraints: ConstraintSet, *, diagonal: bool = True, C_Q: float = 1.0,
+                       C_P: float = 1.0, h: float = DEFAULT_HUBER_H, method: str = "newton",
+                       **options) -> SolverResult:
+    r"""Vector Qwise (thesis eq. 2.10, Huber losses) by projected Newton (appendix B, alg. 4).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    constraints : ConstraintSet
+        Relative constraints (weighted by ``C_Q``) and pairs (``C_P``; the model learns the
+        pairs' threshold :math:`b`, so their bounds are not read).
+    diagonal : bool
+        ``True``: :math:`M = \mathrm{Diag}(w)` with :math:`w \ge 0` and
+        :math:`\Psi_{ij} = (x_i - x_j)^{\circ 2}`; ``False``: the linear model, one row :math:`w^\top`
+        of :math:`L` (:math:`M = w w^\top`), :math:`\Psi_{ij} = x_i - x_j`, :math:`w` free.
+    C_Q, C_P : float
+        Non-negative weights of the relative and pairwise losses.
+    h : float
+        Huber width in (0, 0.5].
+    method : {"newton"}
+        Projected Newton, :func:`cvxmetric.solvers.newton.projected_newton` (the one algorithm).
+    **options
+        ``w0``, ``max_iter``, ``tol``. Any other option is a ValueError.
+
+    Returns
+    -------
+    SolverResult
+        The result contract with the point ``w`` (:math:`\omega = [w; b]`), ``M`` the metric,
+        ``measure="certified_gap"`` and ``lower_bound``
+        (:meth:`cvxmetric.vector_model.VectorModel.lower_bound`).
+
+    Notes
+    -----
+    With :math:`\omega = [w; b]` (:math:`\omega \ge 0` when ``diagonal``):
+
+    .. math::
+        \min_\omega\ \tfrac12\|\omega\|^2 + C_Q \sum_{\text{relative}} w_c\,
+        \ell_h(\beta_c - [\Psi_{kl} - \Psi_{ij}; 0]^\top\omega)
+        + C_P \sum_{\text{pairs}} w_c\, \ell_h(1 \pm [\Psi_{ij}; -1]^\top\omega),
+
+    (``+`` for similar, ``-`` for dissimilar pairs: :math:`D_w(i, j) \le b - 1` resp.
+    :math:`\ge b + 1`), :math:`\beta_c = \delta_c`, or :math:`-h` when :math:`\delta_c = 0`, and
+    :math:`\ell_h` the Huber-smoothed hinge (:mod:`cvxmetric.vector_model`).
+    """
+    method = check_method_options("solve_qwise_vector", method, options, QWISE_VECTOR_METHODS,
+                                  renamed={"model": "diagonal=True (the diagonal model) or diagonal=False (linear)"})
+    vm = qwise_vector_model(X, constraints, diagonal=check_bool(diagonal, "diagonal"), C_Q=C_Q, C_P=C_P, h=h)
     return projected_newton(vm, **options)

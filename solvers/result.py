@@ -28,7 +28,7 @@ from cvxmetric.certificates import WRONG_CERTIFICATE_RTOL, relative_gap
 from cvxmetric.exceptions import ConvergenceWarning
 
 __all__ = ["SolverResult", "ConvergenceWarning", "make_result", "MEASURES",
-           "STOP_REASONS"]
+           "STOP_REASONS", "ENGINE_HOOKS"]
 
 #: The optimality measures a solver may certify its answer with (see the module docstring).
 MEASURES = ("certified_gap", "kkt_residual")
@@ -36,6 +36,11 @@ MEASURES = ("certified_gap", "kkt_residual")
 #: Why a solver stopped when it is not converged (``status``); a converged result has status
 #: ``"converged"``.
 STOP_REASONS = ("max_iter", "time_limit", "stalled", "inner_not_converged", "not_certified")
+
+#: Keyword arguments of the solver engines that a ``solve_<method>`` facade sets itself (the
+#: result's name, the Fantope term and stationarity hook, LMNN's impostor oracle): never options
+#: of a facade (:func:`cvxmetric._checks.keyword_options` excludes them).
+ENGINE_HOOKS = frozenset({"solver_name", "extra", "oracle", "stationarity"})
 
 
 @dataclass

@@ -71,8 +71,8 @@ def test_lanczos_top_eigenpair_matches_dense():
     trip = ConstraintSet.from_triplets(np.array([rng.choice(80, 3, replace=False) for _ in range(300)]))
     geom = TripletGeometry(X, trip)
     u = rng.random(geom.m)
-    lam_d, V_d, _ = geom.top_eigenpair(u, method="dense", k=2)
-    lam_l, V_l, res = geom.top_eigenpair(u, method="lanczos", k=2)
+    lam_d, V_d, _ = geom.top_eigenpair(u, eig="dense", n_vectors=2)
+    lam_l, V_l, res = geom.top_eigenpair(u, eig="lanczos", n_vectors=2)
     np.testing.assert_allclose(lam_l, lam_d, rtol=1e-10)
     assert abs(abs(V_d[:, 0] @ V_l[:, 0]) - 1) < 1e-8 and res < 1e-8 * abs(lam_d[0])
 
@@ -108,7 +108,7 @@ def test_capped_simplex_projection(seed, n):
 def test_triplets_from_labels_follow_the_paper():
     X = np.array([[0.0], [0.1], [0.2], [0.35], [1.0], [1.1], [1.3], [1.6], [0.1]])
     y = np.array([0, 0, 0, 0, 1, 1, 1, 1, 0])
-    t = triplets_from_labels(X, y, k_target=2, k_impostor=2)
+    t = triplets_from_labels(X, y, n_neighbors=2, n_impostors=2)
     i, j, k = t.idx[:, 0], t.idx[:, 1], t.idx[:, 3]
     assert np.all(y[i] == y[j]) and np.all(y[i] != y[k])
     assert not np.any((i == 1) & (j == 8)) and not np.any((i == 8) & (j == 1))  # duplicates skipped

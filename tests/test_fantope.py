@@ -105,7 +105,7 @@ def _data(d, m=40, seed=0):
 def test_model_value_bound_and_tightness():
     d, k = 6, 4
     X, cons = _data(d)
-    fm = fantope_model(X, cons, k=k, mu=2.0, gamma=0.3)
+    fm = fantope_model(X, cons, rank=d - k, reg_weight=2.0, trace_weight=0.3)
     rng = np.random.default_rng(1)
     for _ in range(5):
         M = random_psd(d, seed=rng)
@@ -126,8 +126,8 @@ def test_bad_input():
     for k in (0, 6, -1):
         with pytest.raises(ValueError, match="1 <= k <= d"):
             sum_smallest_eigenvalues(M, k)
-        with pytest.raises(ValueError, match="1 <= k <= d"):
-            fantope_model(X, cons, k=k, mu=1.0)
+        with pytest.raises(ValueError, match="0 <= rank <= d - 1"):
+            fantope_model(X, cons, rank=5 - k, reg_weight=1.0)
     with pytest.raises(TypeError):
         fantope_projector(M, 2.5)
     bad = M.copy()
@@ -135,13 +135,15 @@ def test_bad_input():
     for f in (sum_smallest_eigenvalues, fantope_projector, eigengap, fantope_regularizer):
         with pytest.raises(ValueError, match="not symmetric"):
             f(bad, 2)
-    fm = fantope_model(X, cons, k=2, mu=1.0)
+    fm = fantope_model(X, cons, rank=3, reg_weight=1.0)
     with pytest.raises(ValueError, match="not in the Fantope"):
         fm.bound(np.eye(5))
     with pytest.raises(ValueError, match="not symmetric"):
         fm.bound(bad)
-    with pytest.raises(ValueError, match="mu must be >= 0"):
-        fantope_model(X, cons, k=2, mu=-1.0)
+    with pytest.raises(ValueError, match="reg_weight must be >= 0"):
+        fantope_model(X, cons, rank=3, reg_weight=-1.0)
+    with pytest.raises(ValueError, match="trace_weight must be >= 0"):
+        fantope_model(X, cons, rank=3, reg_weight=1.0, trace_weight=-1.0)
     with pytest.raises(ValueError, match="sorted ascending"):
         fantope_terms_from_eig(np.array([2.0, 1.0]), np.eye(2), 1)
     M_in = M.copy()

@@ -22,19 +22,19 @@ from cvxmetric.solvers.subgradient import projected_subgradient
 #: Slack for comparing certified numbers computed by different solvers (round-off and the ladder's
 #: own interval width, 1e-7 here).
 SLACK = 1e-6
-#: Data scalings (X -> sX, with mu and gamma times s^2 the problem is the same: M -> M / s^2) and the
+#: Data scalings (X -> sX, with reg_weight and trace_weight times s^2 the problem is the same: M -> M / s^2) and the
 #: weight scaling (every weight times c: the objective times c, the same minimisers).
 DATA_SCALES = (1e-4, 1e-2, 1e2, 1e4)
 WEIGHT_SCALE = 1e-6
 
 
 def _instance(seed=0, d=4, m=120):
-    return synthetic_fantope(d, 1, 40, m, seed=seed, mu=1.0, gamma=0.1, C_Q=0.3)
+    return synthetic_fantope(d, 1, 40, m, seed=seed, reg_weight=1.0, trace_weight=0.1, C_Q=0.3)
 
 
 def _model(inst, s=1.0, c=1.0):
     p = dict(inst.params)
-    p.update(mu=p["mu"] * c * s * s, gamma=p["gamma"] * c * s * s, C_Q=p["C_Q"] * c, C_P=p["C_P"] * c)
+    p.update(reg_weight=p["reg_weight"] * c * s * s, trace_weight=p["trace_weight"] * c * s * s, C_Q=p["C_Q"] * c, C_P=p["C_P"] * c)
     return fantope_model(inst.X * s, inst.constraints, **p)
 
 
@@ -112,7 +112,7 @@ def test_fast_mm_certified_fixed_point_under_scaling(base, s, c):
 def test_fast_mm_with_starved_inner_solves_is_not_converged(base):
     """Inner solves stopped early cannot certify the fixed point: converged=False, never a claim."""
     fm = base[1]
-    res = _run(fantope_mm, fm, max_outer=3, inner_options={"max_iter": 5})
+    res = _run(fantope_mm, fm, max_iter=3, inner_options={"max_iter": 5})
     assert not res.converged
     assert res.status in ("inner_not_converged", "max_iter")
 
@@ -164,7 +164,7 @@ def test_property_converged_implies_certified(seed, d, m, log_scale, log_weight)
 
     The ground truth is the unscaled problem's (the scaled objective is c times it at s^2 M).
     """
-    inst = synthetic_fantope(d, 1, 12, m, seed=seed, mu=1.0, gamma=0.1, C_Q=0.5)
+    inst = synthetic_fantope(d, 1, 12, m, seed=seed, reg_weight=1.0, trace_weight=0.1, C_Q=0.5)
     c = 10.0 ** log_weight
     res = _run(projected_subgradient, _model(inst, 10.0 ** log_scale, c).bound(inst.extra["W"]), max_iter=3000)
     truth = solve_certified(build_fantope_bound(_model(inst), inst.extra["W"]), 1e-7)

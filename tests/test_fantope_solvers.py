@@ -22,7 +22,7 @@ from cvxmetric.verification.fantope_checks import mm_checks
 
 def small(d, seed, m=120):
     e = max(1, d // 4)
-    return synthetic_fantope(d, e, 40, m, seed=seed, mu=1.0, gamma=0.1, C_Q=0.3)
+    return synthetic_fantope(d, e, 40, m, seed=seed, reg_weight=1.0, trace_weight=0.1, C_Q=0.3)
 
 
 INSTANCES = [("small", 4, 0), ("small", 4, 1), ("default", "syn-d8-e2", None), ("default", "syn-d10-e3", None)]
@@ -109,8 +109,8 @@ def test_alg2_history_and_objective():
 
 
 def test_fantope_controls_rank():
-    """Large mu: the MM solution has R = 0, i.e. rank <= d - k (the reference MM; cvxpy)."""
-    inst = synthetic_fantope(10, 2, 60, 200, seed=9, mu=50.0, gamma=0.0)
+    """Large reg_weight: the MM solution has R = 0, i.e. rank <= d - k (the reference MM; cvxpy)."""
+    inst = synthetic_fantope(10, 2, 60, 200, seed=9, reg_weight=50.0, trace_weight=0.0)
     fm = model(inst)
     res = fantope_mm_reference(fm, max_iter=8)
     assert np.all(np.diff(res.phi) <= 1e-6 * np.abs(res.phi[1:]))

@@ -116,8 +116,8 @@ LEVELS = [[0], [1], [2, 3], [4], [5]]
     ("m", lambda m: sample_quadruplet_indices(10, m, seed=0)),
     ("m", lambda m: quadruplets_from_metric(*synthetic_low_rank_metric(20, 3, 2, seed=0), m, seed=0)),
     ("m", lambda m: relative_attribute_quadruplets(np.repeat(np.arange(6), 3), LEVELS, m, seed=0)),
-    ("k_target", lambda m: triplets_from_labels(*_labelled(), k_target=m)),
-    ("k_impostor", lambda m: triplets_from_labels(*_labelled(), k_impostor=m)),
+    ("n_neighbors", lambda m: triplets_from_labels(*_labelled(), n_neighbors=m)),
+    ("n_impostors", lambda m: triplets_from_labels(*_labelled(), n_impostors=m)),
     ("k", lambda m: target_neighbors(*_labelled(), m)),
 ])
 def test_counts_are_validated(name, call):

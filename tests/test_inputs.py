@@ -52,7 +52,7 @@ def test_complex_data_is_rejected_by_every_entry_point():
     builders = [
         lambda: qwise_model(Xc, cons),
         lambda: qwise_vector_model(Xc, cons),
-        lambda: fantope_model(Xc, cons, k=1, mu=1.0),
+        lambda: fantope_model(Xc, cons, rank=1, reg_weight=1.0),
         lambda: boostmetric_model(Xc, cons),
         lambda: lmnn_model(Xc, y, 2),
         lambda: ITMLModel(Xc, [[0, 1]], [[0, 9]]),
@@ -109,7 +109,7 @@ def test_itml_shuffle_no_is_not_true():
         bregman_itml(model, shuffle="no")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bregman_itml(model, shuffle=np.False_, max_sweeps=2)   # numpy bools are bools
+        bregman_itml(model, shuffle=np.False_, max_iter=2)   # numpy bools are bools
 
 
 # ---------------------------------------------------------------- labels
@@ -255,7 +255,7 @@ def test_models_do_not_modify_inputs():
     idx0 = trip.idx.copy()
     qwise_model(X, trip + pairs, regularizer="pull", pull_pairs=P)
     qwise_vector_model(X, trip + pairs)
-    fantope_model(X, trip, k=1, mu=1.0)
+    fantope_model(X, trip, rank=1, reg_weight=1.0)
     boostmetric_model(X, trip)
     lmnn_model(X, y, 2)
     ITMLModel(X, S, D, prior=R)
@@ -333,7 +333,7 @@ def test_solvers_do_not_modify_inputs():
         pdhg(qwise_model(X, ConstraintSet.from_triplets([[0, 1, 9], [2, 3, 12]])), M0=M0, max_iter=20)
         itml = ITMLModel(X, [[0, 1], [2, 3]], [[0, 9], [1, 17]], prior=prior)
         lam0 = _frozen(np.zeros(itml.m))[0]
-        bregman_itml(itml, lam0=lam0, max_sweeps=2)
+        bregman_itml(itml, lam0=lam0, max_iter=2)
         solve_lmnn(X, y, 2, M0=M0, max_iter=5)
     for got, want in ((X, X0), (y, y0), (M0, 0.5 * np.eye(3)), (prior, np.diag([1.0, 2.0, 3.0])),
                       (lam0, np.zeros(itml.m))):

@@ -104,7 +104,7 @@ def test_gap_check_catches_a_wrong_solver():
     wrong = solve_itml(inst.X, inst.constraints, **params)
     assert (form.value_at(wrong.M) - sol.value) / sol.value > vtol.GAP_BREGMAN
     with pytest.warns(ConvergenceWarning):
-        early = solve_itml(inst.X, inst.constraints, max_sweeps=2, **inst.params)
+        early = solve_itml(inst.X, inst.constraints, max_iter=2, **inst.params)
     assert not early.converged
     assert (form.value_at(early.M) - sol.value) / sol.value > vtol.GAP_BREGMAN
 
@@ -119,7 +119,7 @@ def test_fixed_order_and_warm_start():
     assert abs(warm.objective - res.objective) <= 1e-11 * res.objective
     # the fixed (similar-first) order converges to the same point, only slower
     fast = bregman_itml(model, tol=1e-6)
-    fixed = bregman_itml(model, shuffle=False, tol=1e-6, max_sweeps=20_000)
+    fixed = bregman_itml(model, shuffle=False, tol=1e-6, max_iter=20_000)
     assert fast.converged and fixed.converged and fixed.n_iter > 5 * fast.n_iter
     assert abs(fixed.objective - res.objective) <= 1e-6 * res.objective
 
@@ -472,7 +472,7 @@ def test_ill_conditioned_prior(eigenvalues, rotate):
     prior = _rotated_prior(eigenvalues) if rotate else np.diag(eigenvalues)
     model = _scaled_model(1.0, prior=prior)
     with pytest.warns(ConvergenceWarning):
-        one = bregman_itml(model, max_sweeps=1)
+        one = bregman_itml(model, max_iter=1)
     assert not one.converged and one.certified_gap > 1e-2
     res = bregman_itml(model)
     assert res.converged and 0.0 <= res.certified_gap <= res.tol

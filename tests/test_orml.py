@@ -10,7 +10,7 @@ from cvxmetric.orml import (check_ideal_output, direction_problem, orml_model, o
                             pursuit_basis, simulate_log_sessions)
 from cvxmetric.formulations.ladder import solve_certified
 from cvxmetric.formulations.orml import build_orml, direction_values
-from cvxmetric.solvers.orml import ORML_TOL, direction_bound, solve_orml
+from cvxmetric.solvers.orml import ORML_TOL, direction_bound, orml_pursuit
 from cvxmetric.verification.methods.orml import instance_model
 from cvxmetric.verification.tolerances import GAP_ORML, ORML_ORTHOGONALITY_TOL, ORML_TRUTH_RTOL
 
@@ -53,7 +53,7 @@ def test_weights_brute_force():
     X = rng.standard_normal((9, 3))
     pairs = np.array([[0, 1], [0, 5], [0, 7], [4, 2], [4, 8]])
     rel = np.array([True, False, True, False, True])
-    W, T = orml_weights(X, pairs, rel, k=2, alpha=1.5, beta=3.0)
+    W, T = orml_weights(X, pairs, rel, n_neighbors=2, alpha=1.5, beta=3.0)
     Wb, Tb = _brute_weights(X, pairs, rel, 2, 1.5, 3.0)
     np.testing.assert_array_equal(W, Wb)
     np.testing.assert_array_equal(T, Tb)
@@ -91,7 +91,7 @@ def test_pca_and_ideal_output():
 def test_closed_form_matches_lstsq_and_orthogonal():
     X, _, pairs, rel, ses = _data(1)
     model = orml_model(X, pairs, rel, session=ses, r=5)
-    res = solve_orml(model)
+    res = orml_pursuit(model)
     assert res.converged and res.measure_value <= ORML_TOL
     U = res.info["U"]
     off = 0
@@ -125,7 +125,7 @@ def test_ground_truth_certifies_the_closed_form():
     form = build_orml(model)
     truth = solve_certified(form, ORML_TRUTH_RTOL)
     assert truth.certified
-    res = solve_orml(model)
+    res = orml_pursuit(model)
     assert relative_difference(form.value_at(res.w), truth.p_star) <= GAP_ORML
     np.testing.assert_allclose(direction_values(form, res.w), res.info["direction_values"], rtol=1e-12)
     # a wrong point is scored as worse than the certified optimum
@@ -135,7 +135,7 @@ def test_ground_truth_certifies_the_closed_form():
 def test_inputs_unchanged():
     X, _, pairs, rel, ses = _data()
     copies = [a.copy() for a in (X, pairs, rel, ses)]
-    solve_orml(orml_model(X, pairs, rel, session=ses, r=3))
+    orml_pursuit(orml_model(X, pairs, rel, session=ses, r=3))
     orml_weights(X, pairs, rel, session=ses)
     for a, c in zip((X, pairs, rel, ses), copies):
         np.testing.assert_array_equal(a, c)
@@ -145,8 +145,8 @@ def test_inputs_unchanged():
 def test_scale_and_translation(s):
     """X -> sX + c: the coefficients b and the objective are unchanged, U -> U / s."""
     X, _, pairs, rel, ses = _data(2)
-    base = solve_orml(orml_model(X, pairs, rel, session=ses, r=4))
-    other = solve_orml(orml_model(s * X + 3.0, pairs, rel, session=ses, r=4))
+    base = orml_pursuit(orml_model(X, pairs, rel, session=ses, r=4))
+    other = orml_pursuit(orml_model(s * X + 3.0, pairs, rel, session=ses, r=4))
     assert relative_difference(other.objective, base.objective) < 1e-9
     np.testing.assert_allclose(other.w, base.w, rtol=1e-7, atol=1e-9 * np.abs(base.w).max())
     np.testing.assert_allclose(s * other.info["U"], base.info["U"], rtol=1e-7,
@@ -160,10 +160,12 @@ def test_scale_and_translation(s):
     ({"pairs": [[0, 1]], "relevant": [1]}, TypeError, "relevant"),
     ({"pairs": [[0, 99]], "relevant": [True]}, ValueError, "n = 20"),
     ({"pairs": [[0, 1], [2, 3]], "relevant": [True, True], "session": [0, 0]}, ValueError, "more than one query"),
-    ({"gamma": 0.0}, ValueError, "gamma"),
+    ({"output_weight": 0.0}, ValueError, "output_weight"),
+    ({"gamma": 9.0}, TypeError, "gamma"),        # the former name of output_weight
     ({"r": 7}, ValueError, "r must be"),
     ({"r": 2.0}, TypeError, "r must be an integer"),
-    ({"k": -1}, ValueError, "k must be"),
+    ({"n_neighbors": -1}, ValueError, "n_neighbors must be"),
+    ({"k": 6}, TypeError, "k"),                  # the former name of n_neighbors
 ])
 def test_bad_input(kwargs, exc, words):
     X = np.random.default_rng(0).standard_normal((20, 6))
@@ -191,7 +193,7 @@ def test_a_wrong_solve_is_not_certified(monkeypatch):
     monkeypatch.setattr(so, "cho_solve", lambda *a, **k: 1.001 * real(*a, **k))
     X, _, pairs, rel, ses = _data(4)
     with pytest.warns(ConvergenceWarning):
-        res = solve_orml(orml_model(X, pairs, rel, session=ses, r=3))
+        res = orml_pursuit(orml_model(X, pairs, rel, session=ses, r=3))
     assert not res.converged and res.measure_value > ORML_TOL
 
 
@@ -205,6 +207,6 @@ def test_harness_rows_pass(name):
 def test_solver_bad_input():
     X, _, pairs, rel, ses = _data()
     with pytest.raises(TypeError, match="ORMLModel"):
-        solve_orml(X)
+        orml_pursuit(X)
     with pytest.raises(ValueError, match="tol"):
-        solve_orml(orml_model(X, pairs, rel, session=ses, r=2), tol=-1.0)
+        orml_pursuit(orml_model(X, pairs, rel, session=ses, r=2), tol=-1.0)

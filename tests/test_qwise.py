@@ -143,7 +143,7 @@ def test_vector_newton_reaches_clarabel_optimum(name, seed):
     assert _rel(res.objective, f_fast) <= VALUE_AT_RTOL
     assert -1e-6 <= (f_fast - sol.value) / max(1, abs(sol.value)) <= GAP_NEWTON
     assert vector_kkt(form.model, res.w) <= 1e-6
-    if inst.params["model"] == "diagonal":
+    if inst.params["diagonal"]:
         assert np.all(res.w >= 0)
     w = rng.standard_normal(inst.d + 1)
     assert _rel(form.value_at(w), form.model.value(w)) <= VALUE_AT_RTOL
@@ -187,7 +187,7 @@ def test_bad_input_full(entry, kwargs, exc, match):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(model="cubic"), "model"), (dict(h=0.0), "h"), (dict(h=0.9), "h"), (dict(C_P=np.inf), "C_P"),
+    (dict(h=0.0), "h"), (dict(h=0.9), "h"), (dict(C_P=np.inf), "C_P"),
 ])
 @pytest.mark.parametrize("entry", [build_qwise_vector, solve_qwise_vector])
 def test_bad_input_vector(entry, kwargs, match):

@@ -39,7 +39,7 @@ def _brute_force_check(X, y, tree, q, n_same, k):
 
 def test_every_quadruplet_has_the_taxonomy_relation_and_a_nearest_neighbour():
     X, y = _tiny()
-    cons = taxonomy_quadruplets(X, y, TREE, n_same=40, n_sibling=30, k=2, seed=1)
+    cons = taxonomy_quadruplets(X, y, TREE, n_same=40, n_sibling=30, n_neighbors=2, seed=1)
     assert len(cons) == 70
     assert np.all(cons.delta == 1.0)
     _brute_force_check(X, y, TREE, cons.idx, 40, 2)
@@ -64,13 +64,13 @@ def test_deterministic_under_a_seed_and_inputs_unchanged():
 def test_feature_scales_1e_4_to_1e4_are_accepted():
     X, y = _tiny()
     Xs = X * np.logspace(-4, 4, 3)
-    cons = taxonomy_quadruplets(Xs, y, TREE, n_same=20, n_sibling=20, k=2, seed=0)
+    cons = taxonomy_quadruplets(Xs, y, TREE, n_same=20, n_sibling=20, n_neighbors=2, seed=0)
     _brute_force_check(Xs, y, TREE, cons.idx, 20, 2)
     # a uniform rescaling changes nothing (no absolute threshold anywhere)
     for s in (1e-6, 1e6):
         np.testing.assert_array_equal(
-            taxonomy_quadruplets(X * s, y, TREE, n_same=20, n_sibling=20, k=2, seed=0).idx,
-            taxonomy_quadruplets(X, y, TREE, n_same=20, n_sibling=20, k=2, seed=0).idx)
+            taxonomy_quadruplets(X * s, y, TREE, n_same=20, n_sibling=20, n_neighbors=2, seed=0).idx,
+            taxonomy_quadruplets(X, y, TREE, n_same=20, n_sibling=20, n_neighbors=2, seed=0).idx)
 
 
 def test_duplicates_are_never_neighbours():
@@ -78,7 +78,7 @@ def test_duplicates_are_never_neighbours():
     X = np.vstack([X, X[0], X[0]])    # copies of point 0 in class 0 and in its sibling class 1
     y = np.append(y, [0, 1])
     n = len(y)
-    cons = taxonomy_quadruplets(X, y, TREE, n_same=300, n_sibling=300, k=1, seed=0)
+    cons = taxonomy_quadruplets(X, y, TREE, n_same=300, n_sibling=300, n_neighbors=1, seed=0)
     pairs = {(int(i), int(j)) for i, j in cons.idx[:, :2]}
     assert not pairs & {(0, n - 2), (n - 2, 0), (0, n - 1), (n - 1, 0), (n - 2, n - 1), (n - 1, n - 2)}
     assert any(i == 0 for i, _ in pairs)
@@ -87,7 +87,7 @@ def test_duplicates_are_never_neighbours():
 @pytest.mark.parametrize("kwargs, tree, exc, match", [
     ({"n_same": 1.0, "n_sibling": 0}, TREE, TypeError, "n_same must be an integer"),
     ({"n_same": -1, "n_sibling": 0}, TREE, ValueError, "n_same must be >= 0"),
-    ({"n_same": 1, "n_sibling": 0, "k": 0}, TREE, ValueError, "k must be >= 1"),
+    ({"n_same": 1, "n_sibling": 0, "n_neighbors": 0}, TREE, ValueError, "n_neighbors must be >= 1"),
     ({"n_same": 1, "n_sibling": 0}, {"a": [0], "b": [1], "c": [2], "d": [3], "e": [4], "f": [5]},
      ValueError, "no class of y has a sibling"),
     ({"n_same": 0, "n_sibling": 1}, {"a": [0, 1, 2, 3, 4, 5]}, ValueError, "cousin"),

@@ -116,7 +116,7 @@ def _tiny_vector_case(draw):
     pairs = all_pairs[rng.permutation(len(all_pairs))[:6]]
     cons = cons + ConstraintSet.from_pairs(pairs[:3], similar=True, bound=1.0) \
         + ConstraintSet.from_pairs(pairs[3:], similar=False, bound=1.0)
-    params = {"model": draw(st.sampled_from(["diagonal", "linear"])),
+    params = {"diagonal": draw(st.booleans()),
               "C_Q": draw(st.sampled_from([1e-3, 1.0, 10.0])), "C_P": draw(st.sampled_from([1e-3, 1.0])),
               "h": draw(st.sampled_from([0.01, 0.05, 0.5]))}
     return X, cons, params

@@ -95,7 +95,7 @@ def test_monotony_constraints_rows_and_margins():
     np.testing.assert_array_equal(cons.idx[:, 2], table.rows(ordered[:, 2:]))
     assert np.all(cons.idx[:, [1, 3]] == 0)
     # on the rows, the diagonal model's Psi is d_regions and the full model's c is sqrt(d_regions)
-    vm = qwise_vector_model(table.X, cons, model="diagonal")
+    vm = qwise_vector_model(table.X, cons, diagonal=True)
     d_near, d_far = h.region_distances(ordered[:, :2]), h.region_distances(ordered[:, 2:])
     np.testing.assert_allclose(vm.G[:, :-1], d_far - d_near, rtol=1e-12, atol=1e-14)
 
@@ -105,7 +105,7 @@ def test_threshold_pairs_are_the_vector_models_bias():
     table = h.version_pairs(successive_pairs(8))
     cons = threshold_pairs(table, similar=[(0, 1), (2, 3)], dissimilar=[(5, 6)])
     assert cons.is_similar.sum() == 2 and cons.is_dissimilar.sum() == 1
-    vm = qwise_vector_model(table.X, cons, model="diagonal", h=0.05)
+    vm = qwise_vector_model(table.X, cons, diagonal=True, h=0.05)
     d = h.region_distances([(0, 1), (2, 3), (5, 6)])
     rng = np.random.default_rng(0)
     w, b = rng.random(20), 3.0
@@ -136,8 +136,10 @@ def test_bad_input_names_argument():
             simulate_page(10, **kwargs)
     with pytest.raises(ValueError, match="pairs row 0"):
         simulate_page(10, seed=0).region_distances([(0, 10)])
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match="change_period"):
         monotony_quadruplets(10, 1)
+    with pytest.raises(TypeError, match="gamma"):
+        monotony_quadruplets(10, gamma=3)       # the former name of change_period
     with pytest.raises(ValueError, match="no quadruplet of set A"):
         monotony_quadruplets(10, 9, max_back=1, max_ahead=2)
     h = simulate_page(10, seed=0)
@@ -185,7 +187,7 @@ def _small_problem(seed):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_learned_weights_ignore_menus_and_ads(seed):
     h, table, cons = _small_problem(seed)
-    res = solve_qwise_vector(table.X, cons, model="diagonal")
+    res = solve_qwise_vector(table.X, cons, diagonal=True)
     assert res.converged and res.certified_gap <= GAP_NEWTON
     w = res.w[:-1]
     content = h.kinds == "content"
@@ -207,8 +209,8 @@ def test_learned_weights_ignore_menus_and_ads(seed):
 
 def test_vector_row_certified_against_cvxpy():
     h, table, cons = _small_problem(2)
-    res = solve_qwise_vector(table.X, cons, model="diagonal")
-    truth = solve_certified(build_qwise_vector(table.X, cons, model="diagonal"), 1e-7)
+    res = solve_qwise_vector(table.X, cons, diagonal=True)
+    truth = solve_certified(build_qwise_vector(table.X, cons, diagonal=True), 1e-7)
     assert truth.rung is not None
     assert truth.bounds.lower - 1e-7 * truth.bounds.upper <= res.objective
     assert res.lower_bound <= truth.bounds.upper * (1 + 1e-9)
@@ -225,4 +227,4 @@ def test_default_instances_certified():
     assert res.lower_bound <= truth.bounds.upper * (1 + 1e-9)
     assert (res.objective - truth.bounds.lower) / res.objective <= GAP_FIRST_ORDER
     vec = get_instance("qwise_vector", "webpage-diag", 1)
-    assert vec.params["model"] == "diagonal" and vec.constraints.is_pair.sum() == 16
+    assert vec.params["diagonal"] is True and vec.constraints.is_pair.sum() == 16

@@ -65,7 +65,7 @@ def boostmetric_instance(dataset: str, loss: str, *, n: int = 60, seed: int = 0,
         if n < X.shape[0]:
             idx = np.sort(np.random.default_rng(seed).choice(X.shape[0], n, replace=False))
             X, y = X[idx], y[idx]
-    trip = triplets_from_labels(X, y, k_target=3, k_impostor=3)
+    trip = triplets_from_labels(X, y, n_neighbors=3, n_impostors=3)
     m = len(trip)
     if nu is None:
         nu = 1.0 / max(1, int(round(HINGE_TAIL * m))) if loss == "hinge" else NU_OVERRIDES.get((dataset, loss), DEFAULT_NU[loss])

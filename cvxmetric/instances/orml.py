@@ -2,9 +2,9 @@
 
 Each instance holds the data ``X``, its labels ``y`` (used only to simulate the users' relevance
 judgements) and, in ``extra``, the judgements ``pairs``, ``relevant``, ``session`` of
-:func:`cvxmetric.orml.simulate_log_sessions`; ``params`` are the model's ``k, alpha, beta,
-gamma, r`` (the paper's k = 6, alpha = 1, beta = 2, gamma = 9; r smaller than its 15 to keep the
-rows small).
+:func:`cvxmetric.orml.simulate_log_sessions`; ``params`` are the model's ``n_neighbors,
+alpha, beta, output_weight, r`` (the paper's k = 6, alpha = 1, beta = 2, gamma = 9; r smaller than
+its 15 to keep the rows small).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..datasets import load_dataset
 from ..orml import simulate_log_sessions
 from . import Instance, register, shifted_seed
 
-PAPER_PARAMS = {"k": 6, "alpha": 1.0, "beta": 2.0, "gamma": 9.0}
+PAPER_PARAMS = {"n_neighbors": 6, "alpha": 1.0, "beta": 2.0, "output_weight": 9.0}
 
 
 def orml_instance(name, X, y, *, n_sessions, n_judged, noise, r, seed, description) -> Instance:

@@ -73,7 +73,7 @@ def _vec_diag(seed: int = 0) -> Instance:
     y = (X[:, 0] > 0.5).astype(int) + 2 * (X[:, 1] > 0.5).astype(int)
     pairs = pairs_from_labels(y, n_similar=150, n_dissimilar=150, u=0.0, l=0.0, seed=rng)
     return Instance("qwise_vector", "diag-d10", X, quads + pairs,
-                    params={"model": "diagonal", "C_Q": 1.0, "C_P": 1.0, "h": 0.05},
+                    params={"diagonal": True, "C_Q": 1.0, "C_P": 1.0, "h": 0.05},
                     description="diagonal model, d=10, 600 quadruplets + 300 pairs")
 
 
@@ -90,7 +90,7 @@ def _vec_relattr(seed: int = 0) -> Instance:
     strict = relative_attribute_quadruplets(y, levels, 500, kind="strict", seed=shifted_seed(12, seed))
     relaxed = relative_attribute_quadruplets(y, levels, 300, kind="relaxed", seed=shifted_seed(13, seed))
     return Instance("qwise_vector", "relattr-d8", X, strict + relaxed,
-                    params={"model": "linear", "C_Q": 1.0, "C_P": 1.0, "h": 0.05}, y=y,
+                    params={"diagonal": False, "C_Q": 1.0, "C_P": 1.0, "h": 0.05}, y=y,
                     description="linear model, d=8, 500 strict + 300 relaxed relative-attribute quadruplets")
 
 
@@ -108,7 +108,7 @@ def hierarchy_instance(method: str, name: str, seed: int, params: dict) -> Insta
 
     X, y, tree = synthetic_taxonomy(3, 3, 15, d_informative=4, d_noise=4, seed=shifted_seed(31, seed))
     X = standardize(X)
-    cons = taxonomy_quadruplets(X, y, tree, n_same=300, n_sibling=300, k=5, seed=shifted_seed(32, seed))
+    cons = taxonomy_quadruplets(X, y, tree, n_same=300, n_sibling=300, n_neighbors=5, seed=shifted_seed(32, seed))
     return Instance(method, name, X, cons, params=params, y=y,
                     description=f"two-level taxonomy, d=8, {len(cons)} taxonomy quadruplets (thesis 2.5.1)",
                     extra={"tree": tree})
@@ -123,14 +123,14 @@ def _hierarchy_d8(seed: int = 0) -> Instance:
 @register("qwise_vector", "hierarchy-diag-d8")
 def _hierarchy_diag_d8(seed: int = 0) -> Instance:
     return hierarchy_instance("qwise_vector", "hierarchy-diag-d8", seed,
-                              {"model": "diagonal", "C_Q": 1.0, "C_P": 1.0, "h": 0.05})
+                              {"diagonal": True, "C_Q": 1.0, "C_P": 1.0, "h": 0.05})
 
 
 # ----------------------------------------------------------------------------- webpage change detection
 def webpage_instance(method: str, name: str, seed: int) -> Instance:
     r"""Thesis ch. 4 on a simulated page (:mod:`cvxmetric.webpage`): 4 x 5 grid (8 menu, 3 ad, 9 content
     regions), 60 hourly versions of which the first 30 train; monotony sets A and B with change period
-    gamma = 4 in the window t - r <= 2, s - t <= 3 (eqs. 4.1-4.2, 214 quadruplets).
+    change_period = 4 in the window t - r <= 2, s - t <= 3 (eqs. 4.1-4.2, 214 quadruplets).
 
     ``method="qwise_vector"``: diagonal w >= 0 on d_regions (eq. 4.5) plus 8 similar and 8 dissimilar
     successive pairs labelled by the simulator's ground truth (a story replaced or not) against the
@@ -141,15 +141,15 @@ def webpage_instance(method: str, name: str, seed: int) -> Instance:
     0.2-0.29.) The optimum is clearly positive (0.45-1.2 on seeds 0-4): every A term costs C_Q at the
     origin.
     ``extra``: ``history`` (all 60 versions, the ground truth), ``pairs`` (the VersionPairs table of
-    ``X``), ``n_train`` (30), ``gamma``.
+    ``X``), ``n_train`` (30), ``change_period``.
     """
     from ..webpage import monotony_constraints, simulate_page, successive_pairs, threshold_pairs
 
-    n_versions, n_train, gamma, back, ahead = 60, 30, 4, 2, 3
+    n_versions, n_train, change_period, back, ahead = 60, 30, 4, 2, 3
     history = simulate_page(n_versions, seed=shifted_seed(60, seed))
     table = history.version_pairs([(r, s) for r in range(n_train) for s in range(r + 1, min(n_train, r + back + ahead + 1))])
-    cons = monotony_constraints(table, gamma, max_back=back, max_ahead=ahead)
-    extra = {"history": history, "pairs": table, "n_train": n_train, "gamma": gamma}
+    cons = monotony_constraints(table, change_period, max_back=back, max_ahead=ahead)
+    extra = {"history": history, "pairs": table, "n_train": n_train, "change_period": change_period}
     if method == "qwise":
         return Instance("qwise", name, table.X, cons, params={"regularizer": "trace", "C_Q": 0.03, "C_P": 1.0,
                                                                   "reg_weight": 1.0},
@@ -161,7 +161,7 @@ def webpage_instance(method: str, name: str, seed: int) -> Instance:
     sim = rng.permutation(succ[change == 0])[:8]
     dis = rng.permutation(succ[change > 0])[:8]
     cons = cons + threshold_pairs(table, similar=sim, dissimilar=dis)
-    return Instance("qwise_vector", name, table.X, cons, params={"model": "diagonal", "C_Q": 1.0, "C_P": 1.0, "h": 0.05},
+    return Instance("qwise_vector", name, table.X, cons, params={"diagonal": True, "C_Q": 1.0, "C_P": 1.0, "h": 0.05},
                     description=f"webpage, diagonal w on d_regions, d=20, {len(cons) - len(sim) - len(dis)} "
                                 f"monotony quadruplets + {len(sim)} similar / {len(dis)} dissimilar pairs",
                     extra=extra)

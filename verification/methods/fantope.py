@@ -129,8 +129,8 @@ def _test_matrices(inst, M_star):
 
 
 def _extra_rows(inst) -> list[dict]:
-    k = inst.params["k"]
     model = model_of(inst)
+    k = model.k
     rows = []
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

@@ -6,7 +6,7 @@ stationarity of the normal equations per direction, :math:`\|G_d^T(G_d b_d - h_d
 (\|G_d^T G_d b_d\| + \|G_d^T h_d\|)`, and the relative violation of "residual"
 (:math:`\|z - (Gw - h)\| / \max(\|z\|, \|h\|)`).
 
-Fast solver: ``orml-pursuit`` (:func:`cvxmetric.solvers.orml.solve_orml`, Cholesky normal equations);
+Fast solver: ``orml-pursuit`` (:func:`cvxmetric.solvers.orml.orml_pursuit`, Cholesky normal equations);
 ``kkt_fast`` is the same stationarity residual at its point. Extra checks per row:
 
 * ``direction_gap_max``: the largest relative gap of a direction's closed form against that
@@ -28,7 +28,7 @@ import numpy as np
 from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.orml import check_ideal_output, orml_model, orml_weights
 from cvxmetric.formulations.orml import build_orml, direction_dual_bounds, direction_values
-from cvxmetric.solvers.orml import solve_orml
+from cvxmetric.solvers.orml import orml_pursuit
 
 from ..registry import FastSolver, MethodSpec
 from ..tolerances import (GAP_ORML, ORML_ARGMIN_RTOL, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,
@@ -98,7 +98,7 @@ def _extra_checks(form, inst, res, truth):
     out["eq16_similar"] = (sim, 0.0)
     out["eq16_dissimilar"] = (max(0.0, 1.0 - dis), ORML_EQ16_DISSIMILAR_RTOL)
     e = inst.extra
-    W, T = orml_weights(inst.X, e["pairs"], e["relevant"], session=e["session"], k=inst.params["k"],
+    W, T = orml_weights(inst.X, e["pairs"], e["relevant"], session=e["session"], n_neighbors=inst.params["n_neighbors"],
                         alpha=inst.params["alpha"], beta=inst.params["beta"])
     M = np.diag(W.sum(axis=1)) - W + 2.0 * T
     S = model.Xc.T @ M @ model.Xc
@@ -113,7 +113,7 @@ SPEC = MethodSpec(
     instance_methods=("orml",),
     build=lambda inst: build_orml(instance_model(inst)),
     fast_solvers=lambda inst: [
-        FastSolver("orml-pursuit", lambda i: solve_orml(instance_model(i)), GAP_ORML, KKT_FAST_ORML)],
+        FastSolver("orml-pursuit", lambda i: orml_pursuit(instance_model(i)), GAP_ORML, KKT_FAST_ORML)],
     kkt_truth=orml_kkt_truth,
     kkt_fast=stationarity,
     extra_checks=_extra_checks,

@@ -1,0 +1,99 @@
+r"""The BoostMetric facade: :func:`solve_boostmetric`, one entry over the loss and its algorithms.
+
+Which algorithm applies depends on the loss (Shen et al. 2012):
+
+* ``loss="hinge"`` (eq. 5, an SDP with :math:`\mathrm{tr}\,X = 1`): ``"column_generation"`` — LP column
+  generation with a certified duality gap (:func:`cvxmetric.solvers.boostmetric_cg.boostmetric_hinge_cg`);
+* ``loss="exp"`` (eq. 8) and ``loss="logistic"`` (eq. 19): ``"totally_corrective"`` (default;
+  algorithm 4, converges to the certified optimum,
+  :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_totally_corrective`) or ``"stagewise"``
+  (the paper's algorithm 3, never lowers a weight, so it stops short of the optimum by design and
+  reports its honest certified gap, :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_stagewise`).
+
+Multi-pass BoostMetric (sec. 3.7) regenerates the triplets from labels and is therefore not a
+method of this facade (which takes triplets): see
+:func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_multipass`.
+"""
+from __future__ import annotations
+
+from cvxmetric._checks import check_method_options, keyword_options
+from cvxmetric.boostmetric import LOSSES
+
+from .boostmetric_cg import boostmetric_hinge_cg
+from .boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
+from .result import SolverResult
+
+__all__ = ["solve_boostmetric", "BOOSTMETRIC_METHODS", "LOSS_METHODS"]
+
+#: The algorithms of :func:`solve_boostmetric` and the options each reads (their signatures minus
+#: the triplets, the loss and nu, which the facade passes).
+BOOSTMETRIC_METHODS = {
+    "column_generation": keyword_options(boostmetric_hinge_cg, exclude={"triplets", "nu"}),
+    "totally_corrective": keyword_options(boostmetric_totally_corrective, exclude={"triplets", "loss", "nu"}),
+    "stagewise": keyword_options(boostmetric_stagewise, exclude={"triplets", "loss", "nu"}),
+}
+
+#: The methods that apply to each loss, the default first.
+LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("totally_corrective", "stagewise"),
+                "logistic": ("totally_corrective", "stagewise")}
+
+
+def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str | None = None,
+                      **options) -> SolverResult:
+    r"""BoostMetric (Shen et al. 2012) on triplets, by the algorithm that fits the loss.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Data, one point per row.
+    triplets : ConstraintSet or array_like of int, shape (m, 3)
+        Rows ``(i, j, k)``: ":math:`x_i` is closer to :math:`x_j` than to :math:`x_k`" (e.g.
+        :func:`cvxmetric.generators.triplets_from_labels`).
+    loss : {"exp", "logistic", "hinge"}
+        The loss of the margins :math:`\rho_r = \langle A_r, X\rangle`.
+    nu : float
+        The paper's :math:`\nu > 0`: the weight of :math:`\mathrm{tr}\,X` (exp, logistic; the paper
+        uses 1e-7) or, for the hinge SDP, the weight of the slacks, :math:`\nu \ge 1/m`.
+    method : {"column_generation", "totally_corrective", "stagewise"}, optional
+        Default per loss: ``"column_generation"`` for the hinge loss (its only method),
+        ``"totally_corrective"`` for exp and logistic (``"stagewise"``: the paper's algorithm 3).
+        A method that does not apply to the loss is a ValueError.
+    **options
+        Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``; column generation also
+        ``smoothing``, totally corrective ``n_columns`` and the ``lbfgs_*`` settings). An option the
+        method does not read is a ValueError.
+
+    Returns
+    -------
+    SolverResult
+        The result contract, ``measure="certified_gap"`` for every method: ``M`` = :math:`X`,
+        ``w`` the weights of the rank-one base learners, ``lower_bound`` a certified bound
+        (minimisation form; the hinge ``objective`` is :math:`-p(X)`).
+
+    Notes
+    -----
+    With :math:`A_r = C_{ik} - C_{ij}` for triplet :math:`r = (i, j, k)`,
+    :math:`\rho_r(X) = \langle A_r, X\rangle`, :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`:
+
+    .. math::
+        \text{exp:}\quad &\min_{X \succeq 0}\ \log \sum_r e^{-\rho_r(X)} + \nu\,\mathrm{tr}\,X
+        \quad\text{(eq. 8)},\\
+        \text{logistic:}\quad &\min_{X \succeq 0}\ \sum_r \log(1 + e^{-\rho_r(X)}) + \nu\,\mathrm{tr}\,X
+        \quad\text{(eq. 19)},\\
+        \text{hinge:}\quad &\min_{X \succeq 0,\ \mathrm{tr} X = 1,\ \rho,\ \xi \ge 0}\ -\rho + \nu \sum_r \xi_r
+        \quad\text{s.t.}\quad \rho_r(X) \ge \rho - \xi_r \quad\text{(eq. 5, negated)}.
+    """
+    if not isinstance(loss, str) or loss not in LOSSES:
+        raise ValueError(f"solve_boostmetric: loss must be one of {LOSSES}; got {loss!r}")
+    applicable = LOSS_METHODS[loss]
+    if method is None:
+        method = applicable[0]
+    elif isinstance(method, str) and method in BOOSTMETRIC_METHODS and method not in applicable:
+        raise ValueError(f"solve_boostmetric: method={method!r} does not apply to loss={loss!r}; "
+                         f"the methods for it are {applicable}")
+    method = check_method_options("solve_boostmetric", method, options,
+                                  {m: BOOSTMETRIC_METHODS[m] for m in applicable})
+    if method == "column_generation":
+        return boostmetric_hinge_cg(X, triplets, nu, **options)
+    solver = boostmetric_totally_corrective if method == "totally_corrective" else boostmetric_stagewise
+    return solver(X, triplets, loss=loss, nu=nu, **options)
