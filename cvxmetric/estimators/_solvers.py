@@ -1,5 +1,9 @@
 """How the estimators reach the solvers: one adapter per method, and the exact ``solver="cvxpy"``.
 
+The fast solvers are the ``solve_<method>`` facades of :mod:`cvxmetric.solvers`; an estimator's
+``solver=`` is the facade's ``method=`` (LMNN: ``solve_lmnn``'s current parameters until the
+working-set branch renames them; see ``make_instance_lmnn``).
+
 Every fit is stated as a :class:`cvxmetric.instances.Instance` (data, constraints, the model's
 hyper-parameters under the names the harness reads), so that the fast solve, the exact solve and
 ``verify()`` see one and the same problem. This module is the only place that knows today's
@@ -82,7 +86,7 @@ def make_instance_lmnn(X, y, *, n_neighbors: int, regularization: float, margin:
 
 
 def run_lmnn(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.solvers.lmnn import solve_lmnn
+    from cvxmetric.solvers import solve_lmnn
     return solve_lmnn(inst.X, inst.y, method=method, **inst.params, **_options(tol, max_iter, **options))
 
 
@@ -93,10 +97,10 @@ def make_instance_itml(X, constraints, *, gamma: float, prior) -> Instance:
 
 
 def run_itml(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.solvers.itml import solve_itml
-    opts = _options(tol, max_iter, "max_sweeps", **options)
+    from cvxmetric.solvers import solve_itml
+    opts = _options(tol, max_iter, **options)
     opts.setdefault("seed", random_state if random_state is not None else 0)
-    return solve_itml(inst.X, inst.constraints, **inst.params, **opts)
+    return solve_itml(inst.X, inst.constraints, method=method, **inst.params, **opts)
 
 
 # ----------------------------------------------------------------------------------------- MMC
@@ -105,8 +109,8 @@ def make_instance_mmc(X, constraints) -> Instance:
 
 
 def run_mmc(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.solvers.mmc import solve_mmc
-    return solve_mmc(inst.X, inst.constraints, **_options(tol, max_iter, **options))
+    from cvxmetric.solvers import solve_mmc
+    return solve_mmc(inst.X, inst.constraints, method=method, **_options(tol, max_iter, **options))
 
 
 # --------------------------------------------------------------------------------------- Qwise
@@ -114,25 +118,23 @@ def make_instance_qwise(X, constraints, *, regularizer: str, reg_weight: float, 
                         rank, trace_weight: float) -> Instance:
     if regularizer == "fantope":
         d = X.shape[1]
-        params = {"k": d - rank, "mu": reg_weight, "gamma": trace_weight, "C_Q": C_Q, "C_P": C_P}
+        params = {"rank": rank, "reg_weight": reg_weight, "trace_weight": trace_weight, "C_Q": C_Q, "C_P": C_P}
         return Instance("fantope", instance_name("fantope", X, constraints, params), X, constraints, params=params)
     params = {"regularizer": regularizer, "C_Q": C_Q, "C_P": C_P, "reg_weight": reg_weight}
     return Instance("qwise", instance_name("qwise", X, constraints, params), X, constraints, params=params)
 
 
 def run_qwise(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.solvers.qwise import solve_qwise
+    from cvxmetric.solvers import solve_qwise
     return solve_qwise(inst.X, inst.constraints, method=method, **inst.params, **_options(tol, max_iter, **options))
 
 
 def run_fantope(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.fantope import fantope_model
-    from cvxmetric.solvers.fantope_mm import fantope_mm
-    from cvxmetric.solvers.fantope_subgradient import fantope_subgradient
-    model = fantope_model(inst.X, inst.constraints, **inst.params)
-    if method == "mm":
-        return fantope_mm(model, **_options(tol, max_iter, "max_outer", **options))
-    return fantope_subgradient(model, **_options(tol, max_iter, **options))
+    from cvxmetric.solvers import solve_fantope
+    opts = _options(tol, max_iter, **options)
+    if method == "factor":
+        opts.setdefault("seed", random_state if random_state is not None else 0)
+    return solve_fantope(inst.X, inst.constraints, method=method, **inst.params, **opts)
 
 
 def fantope_verify_instance(inst: Instance, result: SolverResult) -> Instance:
@@ -141,14 +143,14 @@ def fantope_verify_instance(inst: Instance, result: SolverResult) -> Instance:
     from dataclasses import replace
 
     from cvxmetric.fantope import fantope_projector
-    return replace(inst, extra={"W": fantope_projector(result.M, inst.params["k"])})
+    return replace(inst, extra={"W": fantope_projector(result.M, inst.d - inst.params["rank"])})
 
 
 # --------------------------------------------------------------------------------- BoostMetric
 def make_instance_boostmetric(X, y, *, loss: str, nu, n_neighbors: int, n_impostors: int) -> Instance:
     from cvxmetric.generators import triplets_from_labels
     from cvxmetric.instances.boostmetric import DEFAULT_NU, HINGE_TAIL
-    triplets = triplets_from_labels(X, y, k_target=n_neighbors, k_impostor=n_impostors)
+    triplets = triplets_from_labels(X, y, n_neighbors=n_neighbors, n_impostors=n_impostors)
     if nu is None:
         nu = 1.0 / max(1, int(round(HINGE_TAIL * len(triplets)))) if loss == "hinge" else DEFAULT_NU[loss]
     params = {"loss": loss, "nu": float(nu)}
@@ -157,25 +159,16 @@ def make_instance_boostmetric(X, y, *, loss: str, nu, n_neighbors: int, n_impost
 
 
 def run_boostmetric(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
-    from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
-    loss, nu = inst.params["loss"], inst.params["nu"]
-    opts = _options(tol, max_iter, **options)
-    if loss == "hinge":
-        if method != "column_generation":
-            raise ValueError(f"loss='hinge' is solved by solver='column_generation' (or 'cvxpy'); got {method!r}")
-        return boostmetric_hinge_cg(inst.X, inst.constraints, nu, **opts)
-    if method == "column_generation":
-        raise ValueError(f"solver='column_generation' solves loss='hinge'; for loss={loss!r} use "
-                         "'totally_corrective', 'stagewise' or 'cvxpy'")
-    fit = boostmetric_totally_corrective if method == "totally_corrective" else boostmetric_stagewise
-    return fit(inst.X, inst.constraints, loss=loss, nu=nu, **opts)
+    from cvxmetric.solvers import solve_boostmetric
+    return solve_boostmetric(inst.X, inst.constraints, method=method, **inst.params,
+                             **_options(tol, max_iter, **options))
 
 
 # ---------------------------------------------------------------------------------------- ORML
 def make_instance_orml(X, pairs, relevant, session, *, n_neighbors: int, alpha: float, beta: float,
                        output_weight: float, n_components: int) -> Instance:
-    params = {"k": n_neighbors, "alpha": alpha, "beta": beta, "gamma": output_weight, "r": n_components}
+    params = {"n_neighbors": n_neighbors, "alpha": alpha, "beta": beta, "output_weight": output_weight,
+              "r": n_components}
     extra = {"pairs": pairs, "relevant": relevant, "session": session}
     name = instance_name("orml", X, pairs, relevant, session if session is not None else "", params)
     return Instance("orml", name, X, None, params=params, extra=extra)
@@ -188,8 +181,10 @@ def orml_model_of(inst: Instance):
 
 
 def run_orml(inst: Instance, method: str, *, tol, max_iter, options: dict, random_state) -> SolverResult:
-    from cvxmetric.solvers.orml import solve_orml
-    return solve_orml(orml_model_of(inst), **_options(tol, max_iter, None, **options))
+    from cvxmetric.solvers import solve_orml
+    e = inst.extra
+    return solve_orml(inst.X, e["pairs"], e["relevant"], session=e["session"], method=method, **inst.params,
+                      **_options(tol, max_iter, None, **options))
 
 
 #: The fast solvers of each method (first: the default) and the harness thresholds ``verify()``
@@ -205,8 +200,9 @@ SOLVERS = {
     "qwise": MethodSolvers(("pdhg", "subgradient"), run_qwise,
                            {"subgradient": ("GAP_FIRST_ORDER", None),
                             "pdhg": ("GAP_FIRST_ORDER", "KKT_FAST_FIRST_ORDER")}),
-    "fantope": MethodSolvers(("mm", "subgradient"), run_fantope,
-                             {"mm": ("FANTOPE_MM_GAP", None), "subgradient": ("FANTOPE_ALG2_GAP", None)}),
+    "fantope": MethodSolvers(("mm", "subgradient", "factor"), run_fantope,
+                             {"mm": ("FANTOPE_MM_GAP", None), "subgradient": ("FANTOPE_ALG2_GAP", None),
+                              "factor": ("FANTOPE_ALG2_GAP", None)}),
     "boostmetric": MethodSolvers(("totally_corrective", "column_generation", "stagewise"), run_boostmetric,
                                  {"column_generation": ("GAP_BOOSTMETRIC_HINGE", None),
                                   "totally_corrective": ("GAP_BOOSTMETRIC_SMOOTH", "KKT_FAST_BOOSTMETRIC"),

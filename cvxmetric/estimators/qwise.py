@@ -46,8 +46,10 @@ _DOC = r"""
         The extra :math:`\gamma\,\mathrm{tr}\,M` of Fantope + trace (``"fantope"`` only).
     solver : str or None
         ``"pdhg"`` (default) or ``"subgradient"`` for trace / frobenius; ``"mm"`` (default,
-        majorization-minimization with PDHG inner solves) or ``"subgradient"`` (thesis alg. 2) for
-        fantope; ``"cvxpy"``: the exact certified solve (fantope: the reference MM).
+        majorization-minimization with PDHG inner solves), ``"subgradient"`` (thesis alg. 2) or
+        ``"factor"`` (the non-convex baseline over ``L`` of rank ``rank``) for fantope; ``"cvxpy"``:
+        the exact certified solve (fantope: the reference MM). The names are the ``method=`` values
+        of :func:`cvxmetric.solvers.solve_qwise` and :func:`cvxmetric.solvers.solve_fantope`.
     tol, max_iter : optional
         The solver's tolerance and iteration limit (fantope ``"mm"``: outer iterations); None: defaults.
     solver_options : dict, optional
