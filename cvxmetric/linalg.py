@@ -77,8 +77,7 @@ PROJECTION_MAX_STEPS = 200
 
 
 def project_psd_halfspace(Y: np.ndarray, C: np.ndarray, b: float = 1.0, *, return_tau: bool = False):
-    r"""Exact Euclidean projection onto :math:`K = \{M \succeq 0,\ \langle M, C
-angle \le b\}` (C PSD, b > 0).
+    r"""Exact Euclidean projection onto :math:`K = \{M \succeq 0,\ \langle M, C\rangle \le b\}` (C PSD, b > 0).
 
     Parameters
     ----------
@@ -89,29 +88,25 @@ angle \le b\}` (C PSD, b > 0).
     b : float
         Right-hand side, > 0.
     return_tau : bool
-        Also return the multiplier :math:`	au`.
+        Also return the multiplier :math:`\tau`.
 
     Returns
     -------
     P : ndarray, shape (d, d)
-        The projection (PSD, :math:`\langle P, C
-angle \le b`).
+        The projection (PSD, :math:`\langle P, C\rangle \le b`).
     tau : float
         Only with ``return_tau``.
 
     Notes
     -----
-    The KKT conditions of :math:`\min_{M \in K} 	frac12\|M - Y\|_F^2` give
-    :math:`P = \Pi_{\mathbb{S}_+}(Y - 	au C)` with :math:`	au \ge 0` and
-    :math:`	au(\langle P, C
-angle - b) = 0`. :math:`h(	au) = \langle \Pi_{\mathbb{S}_+}(Y - 	au C), C
-angle`
-    is continuous and non-increasing (C PSD) with :math:`h(	au) 	o 0 < b`, so :math:`	au = 0`
-    when :math:`h(0) \le b` and otherwise :math:`	au` is the root of :math:`h(	au) = b`, found by a
+    The KKT conditions of :math:`\min_{M \in K} \tfrac12\|M - Y\|_F^2` give
+    :math:`P = \Pi_{\mathbb{S}_+}(Y - \tau C)` with :math:`\tau \ge 0` and
+    :math:`\tau(\langle P, C\rangle - b) = 0`. :math:`h(\tau) = \langle \Pi_{\mathbb{S}_+}(Y - \tau C), C\rangle`
+    is continuous and non-increasing (C PSD) with :math:`h(\tau) \to 0 < b`, so :math:`\tau = 0`
+    when :math:`h(0) \le b` and otherwise :math:`\tau` is the root of :math:`h(\tau) = b`, found by a
     bracket (doubling) and safeguarded regula falsi (Illinois variant, falling back to
-    bisection). The returned point is the bracket's feasible end: :math:`\langle P, C
-angle \in
-    [b(1 - 	ext{PROJECTION\_RTOL}), b]`. One ``eigh`` per step: the exact projection costs
+    bisection). The returned point is the bracket's feasible end: :math:`\langle P, C\rangle \in
+    [b(1 - \text{PROJECTION\_RTOL}), b]`. One ``eigh`` per step: the exact projection costs
     ~10-30 eigendecompositions, and beats alternating projections, which only converge in the
     limit.
     """

@@ -20,7 +20,7 @@ failed check with that reason.
    :math:`\varepsilon`-optimal face has spread :math:`\le \varepsilon / g`) and :func:`zero_gap_checks`
    (repeated eigenvalue at the cut: distinct supergradients, a non-singleton face, and one-sided
    directional derivatives equal to :math:`\min_{A \in \partial R(M)} \langle A, D\rangle`).
-4.–5. :func:`mm_checks` — MM monotone, fixed point, fast MM vs cvxpy MM.
+4. :func:`mm_checks` — MM monotone, fixed point, fast MM vs cvxpy MM.
 """
 from __future__ import annotations
 

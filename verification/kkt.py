@@ -130,12 +130,12 @@ def hinge_kkt_fast(model: HingeModel, M: np.ndarray, *, tight_rtol: float = TIGH
     Scale-free throughout: a constraint is tight when its margin :math:`\delta_c + \langle M, A_c\rangle`
     is within ``tight_rtol`` of :math:`\max(|\delta_c|, |\langle M, A_c\rangle|)`; the null space of M
     holds the eigenvalues at or below ``null_rtol`` times :math:`\max(\lambda_{\max}(M), m_0)`
-(:math:`m_0` the model's ``metric_scale``: an M that is round-off around an optimum M = 0 is all
-null space); the small QP is
-    posed in units of :math:`\sigma` (every coefficient O(1), whatever the scale of X or of the
-    weights), and its value is recomputed in numpy at the solver's point made feasible (a clipped
-    into [0, 1], S projected onto the PSD cone), so the number returned is the residual of an exact
-    feasible choice: an upper bound on the distance, tight when the solve is accurate.
+    (:math:`m_0` the model's ``metric_scale``: an M that is round-off around an optimum M = 0 is all
+    null space); the small QP is posed in units of :math:`\sigma` (every coefficient O(1),
+    whatever the scale of X or of the weights), and its value is recomputed in numpy at the
+    solver's point made feasible (a clipped into [0, 1], S projected onto the PSD cone), so the
+    number returned is the residual of an exact feasible choice: an upper bound on the distance,
+    tight when the solve is accurate.
     """
     try:
         return _hinge_kkt_fast(model, M, tight_rtol, null_rtol)
