@@ -323,3 +323,15 @@ def test_quadruplet_weights_enter_the_objective(small):
     assert weighted.certificate_.objective == pytest.approx(dropped.certificate_.objective, rel=1e-5)
     full = Qwise(solver="cvxpy").fit(X[Q])
     assert full.certificate_.objective > weighted.certificate_.objective * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("name", WEAK)
+def test_refit_on_tuples_of_another_dimension(small, name):
+    """fit resets n_features_in_; afterwards tuples of another dimension are rejected."""
+    X, y = small
+    est = ESTIMATORS[name]().fit(*_fit_args(name, X[:, :3], y))
+    assert est.n_features_in_ == 3
+    est.fit(*_fit_args(name, X, y))
+    assert est.n_features_in_ == 4 and est.components_.shape[1] == 4
+    with pytest.raises(ValueError, match="expecting 4 features"):
+        est.pair_distance(np.zeros((2, 2, 3)))

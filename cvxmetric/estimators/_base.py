@@ -174,9 +174,12 @@ class MetricLearner(TransformerMixin, BaseEstimator):
             return X
         return _validate_data(self, X, reset=reset, dtype=np.float64)
 
-    def _tuples(self, tuples, size: int, name: str) -> np.ndarray:
+    def _tuples(self, tuples, size: int, name: str, *, reset: bool = False) -> np.ndarray:
+        """Tuples as points (m, size, d); ``reset`` (in ``fit``) sets ``n_features_in_``, else it is checked."""
         T = tuples_from(tuples, size, check_preprocessor(self.preprocessor), name)
-        if hasattr(self, "n_features_in_") and T.shape[2] != self.n_features_in_:
+        if reset:
+            self.n_features_in_ = T.shape[2]
+        elif hasattr(self, "n_features_in_") and T.shape[2] != self.n_features_in_:
             raise ValueError(f"{name} have {T.shape[2]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input")
         return T

@@ -67,11 +67,10 @@ class ORML(PairsClassifierMixin, MetricLearner):
         pre = check_preprocessor(self.preprocessor)
         arr = np.asarray(pairs)
         if isinstance(pre, _ArrayIndexer) and arr.ndim == 2:
-            self._tuples(pairs, 2, "pairs")            # validates the indices against the array
+            self._tuples(pairs, 2, "pairs", reset=True)   # validates the indices against the array
             X, idx = pre.X, np.asarray(pairs, dtype=np.int64)
         else:
-            X, idx = canonical_tuples(self._tuples(pairs, 2, "pairs"))
-        self.n_features_in_ = X.shape[1]
+            X, idx = canonical_tuples(self._tuples(pairs, 2, "pairs", reset=True))
         relevant = pair_labels(y, idx.shape[0])
         r = self.n_components if self.n_components is not None else min(15, X.shape[1], X.shape[0] - 1)
         inst = make_instance_orml(X, idx, relevant, None if session is None else np.asarray(session),

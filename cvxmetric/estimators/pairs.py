@@ -27,8 +27,7 @@ class _PairsLearner(PairsClassifierMixin, MetricLearner):
     """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1."""
 
     def _pairs_problem(self, pairs, y):
-        P = self._tuples(pairs, 2, "pairs")
-        self.n_features_in_ = P.shape[2]
+        P = self._tuples(pairs, 2, "pairs", reset=True)
         similar = pair_labels(y, P.shape[0])
         X, idx = canonical_tuples(P)
         return X, idx[similar], idx[~similar]

@@ -118,8 +118,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
     def fit(self, quadruplets, weights=None):
         """Learn from quadruplets ``(m, 4, d)`` (or ``(m, 4)`` indices with a preprocessor) and
         optional per-quadruplet ``weights`` (metric-learn's ``LSML.fit`` signature)."""
-        Q = self._tuples(quadruplets, 4, "quadruplets")
-        self.n_features_in_ = Q.shape[2]
+        Q = self._tuples(quadruplets, 4, "quadruplets", reset=True)
         X, idx = canonical_tuples(Q)
         return self._fit_quadruplets(X, idx, weights)
 
