@@ -79,19 +79,21 @@ def pairs_from_labels(y, *, n_similar: int, n_dissimilar: int, u: float, l: floa
     return ConstraintSet.concatenate(*sets)
 
 
-def target_neighbors(X, y, k: int) -> np.ndarray:
-    r"""The ``k`` nearest same-class neighbours of every point (Euclidean, fixed; LMNN).
+def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
+    r"""The ``n_neighbors`` nearest same-class neighbours of every point (Euclidean, fixed; LMNN).
 
     Returns
     -------
-    ndarray of int, shape (n, k)
+    ndarray of int, shape (n, n_neighbors)
         Row ``i`` lists the targets of point ``i``, nearest first (ties broken by index).
 
     Raises
     ------
     ValueError
-        If ``k < 1`` or some class has ``k`` or fewer members, or there is a single class.
+        If ``n_neighbors < 1`` or some class has ``n_neighbors`` or fewer members, or there is a
+        single class.
     """
+    k = n_neighbors
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
     members = _class_members(y)
@@ -99,10 +101,10 @@ def target_neighbors(X, y, k: int) -> np.ndarray:
         raise ValueError("y has a single class; LMNN needs at least two classes for impostors")
     smallest = min(len(v) for v in members.values())
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an integer; got {k!r} ({type(k).__name__})")
+        raise TypeError(f"n_neighbors must be an integer; got {k!r} ({type(k).__name__})")
     if not 1 <= k < smallest:
         raise ValueError(
-            f"k must be in [1, {smallest - 1}] (smallest class has {smallest} points); got k={k}"
+            f"n_neighbors must be in [1, {smallest - 1}] (smallest class has {smallest} points); got n_neighbors={k}"
         )
     out = np.empty((X.shape[0], k), dtype=np.int64)
     for idx in members.values():
@@ -115,22 +117,26 @@ def target_neighbors(X, y, k: int) -> np.ndarray:
     return out
 
 
-def lmnn_constraints(X, y, k: int, *, mu: float = 0.5, margin: float = 1.0):
+def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, margin: float = 1.0):
     r"""LMNN's target pairs and full impostor triplet set (DESIGN §5.2).
 
     Returns
     -------
-    targets : ndarray of int, shape (n * k, 2)
+    targets : ndarray of int, shape (n * n_neighbors, 2)
         The pairs :math:`(i, j)` with :math:`j` a target neighbour of :math:`i`.
     triplets : ConstraintSet
         All :math:`(i, j, l)` with :math:`j` a target of :math:`i` and :math:`y_l \ne y_i`,
-        margin ``margin`` and weight ``mu``. Its size is :math:`n k (n - n_{y_i})`: materialise it
+        margin ``margin`` and weight ``1 - regularization`` (``regularization`` is the weight of
+        the pull term, in (0, 1)). Its size is :math:`n k (n - n_{y_i})`: materialise it
         only for small data (the LMNN solver generates impostors on the fly for large data).
     """
     X = as_data_matrix(X)
     y = as_labels(y, X.shape[0])
-    mu = check_positive(mu, "mu")
+    regularization = check_positive(regularization, "regularization")
+    if not regularization < 1.0:
+        raise ValueError(f"regularization must be in (0, 1) (the weight of the pull term); got {regularization}")
     margin = check_positive(margin, "margin")
+    k = n_neighbors
     T = target_neighbors(X, y, k)
     n = X.shape[0]
     tg = np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
@@ -139,7 +145,7 @@ def lmnn_constraints(X, y, k: int, *, mu: float = 0.5, margin: float = 1.0):
         others = np.flatnonzero(y != y[a])
         rows.append(np.column_stack([np.full(others.size, a), np.full(others.size, b), others]))
     trip = np.concatenate(rows) if rows else np.zeros((0, 3), dtype=np.int64)
-    return tg, ConstraintSet.from_triplets(trip, delta=margin, weight=mu)
+    return tg, ConstraintSet.from_triplets(trip, delta=margin, weight=1.0 - regularization)
 
 
 def sample_quadruplet_indices(n: int, m: int, seed=None) -> np.ndarray:

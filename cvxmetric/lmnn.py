@@ -1,18 +1,19 @@
 r"""LMNN's model (Weinberger & Saul 2009; thesis sec. 1.3.4.4; DESIGN §5.2) and its impostor search.
 
 .. math::
-    \min_{M \succeq 0}\ (1 - \mu) \sum_{(i, j) \in S} \langle M, C_{ij}\rangle
-    + \mu \sum_{(i, j, l) \in T} [\text{margin} + \langle M, C_{ij} - C_{il}\rangle]_+ ,
+    \min_{M \succeq 0}\ \rho \sum_{(i, j) \in S} \langle M, C_{ij}\rangle
+    + (1 - \rho) \sum_{(i, j, l) \in T} [\text{margin} + \langle M, C_{ij} - C_{il}\rangle]_+ ,
 
-with :math:`S` the ``k`` target neighbours of every point (same class, Euclidean, fixed) and
-:math:`T` all :math:`(i, j, l)`, :math:`(i, j) \in S`, :math:`y_l \ne y_i`. It is a
-:class:`~cvxmetric.models.HingeModel` with the "pull" linear term :math:`R = (1 - \mu)\sum_S C_{ij}`
-and hinge coefficients :math:`\mu` on the triplets.
+with :math:`\rho` = ``regularization`` (metric-learn's name and meaning: the weight of the pull
+term; the thesis' push weight is :math:`\mu = 1 - \rho`), :math:`S` the ``n_neighbors`` target
+neighbours of every point (same class, Euclidean, fixed) and :math:`T` all :math:`(i, j, l)`,
+:math:`(i, j) \in S`, :math:`y_l \ne y_i`. It is a :class:`~cvxmetric.models.HingeModel` with the
+"pull" linear term :math:`R = \rho \sum_S C_{ij}` and hinge coefficients :math:`1 - \rho` on the triplets.
 
-:math:`|T| = \sum_i k (n - n_{y_i})` is millions for scikit-learn's digits, so the fast solver
-never forms it: :class:`ImpostorSearch` lists the triplets violated at a given :math:`M`
-(``margin + D_M(i, j) - D_M(i, l) > 0``) from a factor :math:`M = L^\top L`, chunk by chunk, and
-:func:`impostor_oracle` turns it into the constraint oracle of
+:math:`|T| = \sum_i k (n - n_{y_i})` (:math:`k` = ``n_neighbors``) is millions for scikit-learn's
+digits, so the fast solver never forms it: :class:`ImpostorSearch` lists the triplets violated at
+a given :math:`M` (``margin + D_M(i, j) - D_M(i, l) > 0``) from a factor :math:`M = L^\top L`, chunk by
+chunk, and :func:`impostor_oracle` turns it into the constraint oracle of
 :func:`cvxmetric.solvers.subgradient.projected_subgradient`.
 """
 from __future__ import annotations
@@ -43,12 +44,13 @@ CANDIDATE_RTOL = 1e-8
 MAX_WORKING_TRIPLETS = 2_000_000
 
 
-def check_lmnn_params(mu, margin) -> tuple[float, float]:
-    """Validate LMNN's push weight ``mu`` (in (0, 1)) and ``margin`` (> 0)."""
-    mu = check_positive(mu, "mu")
-    if not mu < 1.0:
-        raise ValueError(f"mu must be in (0, 1) (push weight; the pull weight is 1 - mu); got {mu}")
-    return mu, check_positive(margin, "margin")
+def check_lmnn_params(regularization, margin) -> tuple[float, float]:
+    """Validate LMNN's ``regularization`` (pull weight, in (0, 1)) and ``margin`` (> 0)."""
+    regularization = check_positive(regularization, "regularization")
+    if not regularization < 1.0:
+        raise ValueError("regularization must be in (0, 1) (the weight of the pull term; the impostor hinge "
+                         f"term has weight 1 - regularization); got {regularization}")
+    return regularization, check_positive(margin, "margin")
 
 
 def _target_pairs(T: np.ndarray) -> np.ndarray:
@@ -56,32 +58,33 @@ def _target_pairs(T: np.ndarray) -> np.ndarray:
     return np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
 
 
-def lmnn_pull_model(X, targets: np.ndarray, mu: float, constraints: ConstraintSet | None = None) -> HingeModel:
+def lmnn_pull_model(X, targets: np.ndarray, regularization: float,
+                    constraints: ConstraintSet | None = None) -> HingeModel:
     r"""The LMNN :class:`HingeModel` over ``constraints`` (default: none yet).
 
-    ``R = (1 - mu) * sum_S C_ij`` over the target pairs ``targets`` (shape (n k, 2)); the hinge
-    coefficients are the constraint weights (``mu`` for LMNN triplets).
+    ``R = regularization * sum_S C_ij`` over the target pairs ``targets`` (shape (n k, 2)); the
+    hinge coefficients are the constraint weights (``1 - regularization`` for LMNN triplets).
     """
     X = as_data_matrix(X)
     if constraints is None:
         constraints = ConstraintSet(np.zeros((0, 4), dtype=np.int64), 0.0, 0.0)
     geometry = QuadrupletGeometry(X, constraints, _validated=True)
-    R = (1.0 - mu) * pull_matrix(X, targets)
+    R = regularization * pull_matrix(X, targets)
     return HingeModel(geometry, np.array(constraints.weight, dtype=np.float64), R, 0.0, name="lmnn")
 
 
-def lmnn_model(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0) -> HingeModel:
+def lmnn_model(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> HingeModel:
     r"""LMNN with its full triplet set materialised (small data only; see the module docstring).
 
     Parameters
     ----------
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
-        Class labels (at least two classes, each with more than ``k`` points).
-    k : int
+        Class labels (at least two classes, each with more than ``n_neighbors`` points).
+    n_neighbors : int
         Target neighbours per point.
-    mu : float
-        Push weight in (0, 1); the pull term has weight ``1 - mu``.
+    regularization : float
+        Weight of the pull term, in (0, 1); the impostor hinge term has weight ``1 - regularization``.
     margin : float
         Margin of the triplet hinge (> 0).
 
@@ -90,10 +93,10 @@ def lmnn_model(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0) -> Hin
     HingeModel
         Rows ordered by (i, target rank, l); ``name == "lmnn"``.
     """
-    mu, margin = check_lmnn_params(mu, margin)
+    regularization, margin = check_lmnn_params(regularization, margin)
     X = as_data_matrix(X)
-    tg, triplets = lmnn_constraints(X, y, k, mu=mu, margin=margin)
-    return lmnn_pull_model(X, tg, mu, triplets)
+    tg, triplets = lmnn_constraints(X, y, n_neighbors, regularization=regularization, margin=margin)
+    return lmnn_pull_model(X, tg, regularization, triplets)
 
 
 class ImpostorSearch:
@@ -103,7 +106,7 @@ class ImpostorSearch:
     ----------
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
-    k : int
+    n_neighbors : int
         Target neighbours per point (:func:`cvxmetric.generators.target_neighbors`).
     margin : float
     chunk_elements : int
@@ -118,15 +121,15 @@ class ImpostorSearch:
     re-measured exactly, and tested against each target. Cost per search
     :math:`O(n^2 r + n d r)` time, :math:`O(\text{chunk} + |\text{found}|)` memory.
 
-    A triplet is identified by the code :math:`((i k + \text{rank}_j) n + l)`, which orders
+    A triplet is identified by the code :math:`((i k + \text{rank}_j) n + l)` (:math:`k` = ``n_neighbors``), which orders
     triplets exactly as :func:`cvxmetric.generators.lmnn_constraints` does.
     """
 
-    def __init__(self, X, y, k: int = 3, *, margin: float = 1.0, chunk_elements: int = CHUNK_ELEMENTS):
+    def __init__(self, X, y, n_neighbors: int = 3, *, margin: float = 1.0, chunk_elements: int = CHUNK_ELEMENTS):
         self.X = as_data_matrix(X)
         self.y = as_labels(y, self.X.shape[0])
-        self.targets = target_neighbors(self.X, self.y, k)
-        self.k = int(k)
+        self.targets = target_neighbors(self.X, self.y, n_neighbors)
+        self.n_neighbors = int(n_neighbors)
         self.margin = check_positive(margin, "margin")
         if isinstance(chunk_elements, bool) or not isinstance(chunk_elements, (int, np.integer)) \
                 or chunk_elements < 1:
@@ -147,12 +150,12 @@ class ImpostorSearch:
     def n_triplets(self) -> int:
         """Size of the full (implicit) triplet set."""
         counts = np.bincount(self._label_id)
-        return int(self.k * np.sum(self.n - counts[self._label_id]))
+        return int(self.n_neighbors * np.sum(self.n - counts[self._label_id]))
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Triplets ``(i, j, l)`` (shape (t, 3)) of triplet codes."""
         codes = np.asarray(codes, dtype=np.int64)
-        n, k = self.n, self.k
+        n, k = self.n, self.n_neighbors
         l = codes % n
         q = codes // n
         i, rank = q // k, q % k
@@ -177,7 +180,7 @@ class ImpostorSearch:
         L = np.asarray(L, dtype=np.float64)
         if L.ndim != 2 or L.shape[1] != self.X.shape[1]:
             raise ValueError(f"L must have shape (r, {self.X.shape[1]}); got {L.shape}")
-        n, k, T = self.n, self.k, self.targets
+        n, k, T = self.n, self.n_neighbors, self.targets
         Z = self.X @ L.T
         sq = np.einsum("ij,ij->i", Z, Z)
         diff_t = Z[:, None, :] - Z[T]
@@ -216,10 +219,11 @@ class ImpostorSearch:
         srt = np.argsort(codes)
         return (codes[srt], margins[srt]) if return_margins else codes[srt]
 
-    def objective(self, M, mu: float) -> float:
+    def objective(self, M, regularization: float) -> float:
         r"""The LMNN objective at a PSD ``M`` over the *full* implicit triplet set.
 
-        :math:`(1 - \mu) \sum_S D_M(i, j) + \mu \sum_{T} [\text{margin} + D_M(i, j) - D_M(i, l)]_+`,
+        :math:`\rho \sum_S D_M(i, j) + (1 - \rho) \sum_{T} [\text{margin} + D_M(i, j) - D_M(i, l)]_+`
+        (:math:`\rho` = ``regularization``),
         the violated triplets found by the search (nothing is materialised).
         """
         L = psd_factor(M)
@@ -227,7 +231,7 @@ class ImpostorSearch:
         P = self.target_pairs
         Z = self.X @ L.T
         diff = Z[P[:, 0]] - Z[P[:, 1]]
-        return float((1.0 - mu) * np.einsum("ij,ij->", diff, diff) + mu * marg.sum())
+        return float(regularization * np.einsum("ij,ij->", diff, diff) + (1.0 - regularization) * marg.sum())
 
     def violated(self, M) -> np.ndarray:
         """Triplets ``(i, j, l)`` violated at a PSD matrix ``M`` (shape (t, 3), code order)."""
@@ -267,14 +271,14 @@ def too_many_triplets_message(search: ImpostorSearch, L: np.ndarray, count: int,
     return (f"{head}: the metric's scale matches the margin (median squared distance between points of "
             f"different classes {med:.3g} >= margin {search.margin:.3g}), the data just has this many "
             f"triplets near violation; raise max_triplets if memory allows (about {gb:.2g} GB) or use "
-            "fewer target neighbours k")
+            "fewer target neighbours n_neighbors")
 
 
-def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MAX_WORKING_TRIPLETS):
+def impostor_oracle(search: ImpostorSearch, regularization: float, *, max_triplets: int = MAX_WORKING_TRIPLETS):
     r"""The constraint oracle of :func:`cvxmetric.solvers.subgradient.projected_subgradient` for LMNN.
 
     Returns ``oracle(M, lam, V) -> (ConstraintSet, coef) | None``: every LMNN triplet violated
-    at ``M`` (weight and coefficient ``mu``, margin ``search.margin``), in code order. The factor
+    at ``M`` (weight and coefficient ``1 - regularization``, margin ``search.margin``), in code order. The factor
     comes from the eigendecomposition the engine already did:
     :math:`L = \mathrm{diag}(\sqrt{\lambda_+})\, V^\top`. Raises ``RuntimeError`` when more than
     ``max_triplets`` triplets are violated (the message names the cause:
@@ -289,7 +293,8 @@ def impostor_oracle(search: ImpostorSearch, mu: float, *, max_triplets: int = MA
         if codes.size > max_triplets:
             raise RuntimeError(too_many_triplets_message(
                 search, L, int(codes.size), max_triplets, "too many triplets are violated at the current metric"))
-        return (ConstraintSet.from_triplets(search.decode(codes), delta=search.margin, weight=mu),
-                np.full(codes.size, mu))
+        push = 1.0 - regularization
+        return (ConstraintSet.from_triplets(search.decode(codes), delta=search.margin, weight=push),
+                np.full(codes.size, push))
 
     return oracle

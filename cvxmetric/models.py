@@ -166,6 +166,20 @@ class HingeModel:
             out._cache["basis"] = self._cache["basis"]
         return out
 
+    def subset(self, index) -> "HingeModel":
+        r"""The same model restricted to the constraints ``index`` (a boolean mask or row indices).
+
+        Used by working sets (:mod:`cvxmetric.solvers.working_set`): the restricted objective drops
+        non-negative hinge terms only, so its optimum is at most the full one. The data span
+        (same X and R) is passed on through the cache.
+        """
+        geometry = self.geometry.subset(index)
+        rows = np.arange(self.m)[np.asarray(index)]
+        out = HingeModel(geometry, self.coef[rows], self.R, self.q, self.name)
+        if "basis" in self._cache:
+            out._cache["basis"] = self._cache["basis"]
+        return out
+
     # ------------------------------------------------------------------ certificate
     def _span(self) -> _Span:
         if "span" not in self._cache:

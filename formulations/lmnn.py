@@ -1,12 +1,13 @@
 r"""LMNN in cvxpy (Weinberger & Saul 2009; thesis eq. 1.5; DESIGN §5.2).
 
 .. math::
-    \min_{M \succeq 0, \xi}\ (1 - \mu) \sum_{(i, j) \in S} \langle M, C_{ij}\rangle + \mu \sum_{t \in T} \xi_t
+    \min_{M \succeq 0, \xi}\ \rho \sum_{(i, j) \in S} \langle M, C_{ij}\rangle + (1 - \rho) \sum_{t \in T} \xi_t
     \quad\text{s.t.}\quad \xi_t \ge \text{margin} + \langle M, C_{ij} - C_{il}\rangle,\ \xi_t \ge 0 ,
 
-:math:`S` = the ``k`` same-class Euclidean nearest neighbours of every point (fixed), :math:`T` =
-every :math:`(i, j, l)` with :math:`(i, j) \in S` and :math:`y_l \ne y_i`. :math:`\mu = 1/2` is the
-thesis' eq. 1.5 up to a factor 2. The full triplet set is materialised, so this is for small
+:math:`\rho` = ``regularization`` (the weight of the pull term, metric-learn's meaning),
+:math:`S` = the ``n_neighbors`` same-class Euclidean nearest neighbours of every point (fixed),
+:math:`T` = every :math:`(i, j, l)` with :math:`(i, j) \in S` and :math:`y_l \ne y_i`.
+:math:`\rho = 1/2` is the thesis' eq. 1.5 up to a factor 2. The full triplet set is materialised, so this is for small
 data (the instances keep :math:`|T| \le 2000`). The statement is
 :func:`cvxmetric.formulations.hinge.build_hinge_problem` of :func:`cvxmetric.lmnn.lmnn_model`, the same
 model the fast solver reads.
@@ -21,17 +22,17 @@ from .hinge import build_hinge_problem
 __all__ = ["build_lmnn"]
 
 
-def build_lmnn(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0) -> Formulation:
+def build_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> Formulation:
     """The LMNN problem with named constraints and a closed-form ``value_at``.
 
     Parameters
     ----------
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
-    k : int
+    n_neighbors : int
         Target neighbours per point.
-    mu : float
-        Push weight in (0, 1); pull weight ``1 - mu``.
+    regularization : float
+        Weight of the pull term, in (0, 1); the impostor hinge term has weight ``1 - regularization``.
     margin : float
         Triplet margin (> 0).
 
@@ -43,4 +44,4 @@ def build_lmnn(X, y, k: int = 3, *, mu: float = 0.5, margin: float = 1.0) -> For
         ``value_at(M)`` is the LMNN objective with the slacks at their closed-form optimum
         ``xi = [margin + <M, C_ij - C_il>]_+``.
     """
-    return build_hinge_problem(lmnn_model(X, y, k, mu=mu, margin=margin), method="lmnn")
+    return build_hinge_problem(lmnn_model(X, y, n_neighbors, regularization=regularization, margin=margin), method="lmnn")

@@ -5,7 +5,9 @@ Both read the same numpy model as the cvxpy formulation (:mod:`cvxmetric.models`
 """
 from __future__ import annotations
 
-from cvxmetric._checks import check_bool, check_method_options, keyword_options
+import numpy as np
+
+from cvxmetric._checks import as_square_symmetric, check_bool, check_method_options, keyword_options
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.losses import DEFAULT_HUBER_H
 from cvxmetric.models import qwise_model
@@ -15,6 +17,7 @@ from .newton import projected_newton
 from .pdhg import pdhg
 from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
+from .working_set import WS_SLACK, ModelPool, solve_working_set
 
 __all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_METHODS"]
 
@@ -26,13 +29,21 @@ QWISE_METHODS = {
     "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS),
 }
 
+#: Options of the working set (``method="pdhg", working_set=True``) that no other path takes.
+WORKING_SET_OPTIONS = ("ws_slack", "drop_after", "round_iter", "max_rounds", "max_add")
+
+#: What ``method="pdhg", working_set=True`` reads: the loop's options and every PDHG round's.
+QWISE_WORKING_SET_METHODS = {
+    "pdhg": keyword_options(solve_working_set, exclude=ENGINE_HOOKS) | QWISE_METHODS["pdhg"] | {"ws_slack"},
+}
+
 #: Algorithms of :func:`solve_qwise_vector` (one: projected Newton) and their options.
 QWISE_VECTOR_METHODS = {"newton": keyword_options(projected_newton, exclude=ENGINE_HOOKS)}
 
 
 def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_Q: float = 1.0,
                 C_P: float = 1.0, reg_weight: float = 1.0, pull_pairs=None, method: str = "subgradient",
-                **options) -> SolverResult:
+                working_set: bool = False, **options) -> SolverResult:
     r"""Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
 
     Parameters
@@ -53,6 +64,13 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     method : {"subgradient", "pdhg"}
         ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`;
         ``"pdhg"``: restarted PDHG, :func:`cvxmetric.solvers.pdhg.pdhg`.
+    working_set : bool
+        With ``method="pdhg"``: run PDHG on a working set of the constraints near or past the
+        margin, certified on the full set (:func:`cvxmetric.solvers.working_set.solve_working_set`:
+        ``ws_slack``, ``drop_after``, ``round_iter``, ``max_rounds``, ``max_add``, ``max_iter``
+        (total PDHG iterations), ``tol``, ``certificate_tol``, ``time_limit``, ``callback``, ``M0``
+        (default 0) and the rest passed to each PDHG round; ``solver == "qwise-pdhg-ws"``). Its
+        cost per iteration follows the working set, not the number of constraints.
     **options
         Options of the chosen algorithm (``max_iter``, ``tol``, ``time_limit``, ``M0``, ...; PDHG
         also ``certificate_tol``, ``y0``, ...). An option the method does not read is a ValueError.
@@ -75,9 +93,21 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     (a pair is the quadruplet with a repeated index, :class:`~cvxmetric.constraints.ConstraintSet`)
     and :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`.
     """
-    method = check_method_options("solve_qwise", method, options, QWISE_METHODS)
+    ws = check_bool(working_set, "working_set")
+    if ws and method != "pdhg":
+        raise ValueError(f"working_set=True applies to method='pdhg' only; got method={method!r}")
+    ws_only = sorted(set(options) & set(WORKING_SET_OPTIONS))
+    if ws_only and not ws:
+        raise ValueError(f"{', '.join(ws_only)} apply to method='pdhg' with working_set=True only")
+    method = check_method_options("solve_qwise", method, options,
+                                  QWISE_WORKING_SET_METHODS if ws else QWISE_METHODS)
     model = qwise_model(X, constraints, regularizer=regularizer, C_Q=C_Q, C_P=C_P,
                         reg_weight=reg_weight, pull_pairs=pull_pairs)
+    if ws:
+        pool = ModelPool(model, options.pop("ws_slack", WS_SLACK))
+        M0 = options.pop("M0", None)
+        M0 = np.zeros((model.d, model.d)) if M0 is None else as_square_symmetric(M0, "M0", d=model.d, psd=True)
+        return solve_working_set(pool, M0, solver_name="qwise-pdhg-ws", **options)
     if method == "pdhg":
         return pdhg(model, solver_name="qwise-pdhg", **options)
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)

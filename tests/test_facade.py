@@ -148,9 +148,8 @@ def test_every_facade_is_exported_with_method_and_a_program_in_notes():
         params = inspect.signature(fn).parameters
         assert "method" in params, name
         doc = inspect.getdoc(fn)
-        if name != "solve_lmnn":     # LMNN's file is rewritten by another branch
-            assert "Notes\n-----" in doc and ".. math::" in doc.split("Notes\n-----")[1], name
-            assert "Returns\n-------" in doc and "Parameters\n----------" in doc, name
+        assert "Notes\n-----" in doc and ".. math::" in doc.split("Notes\n-----")[1], name
+        assert "Returns\n-------" in doc and "Parameters\n----------" in doc, name
 
 
 def test_boostmetric_default_method_follows_the_loss():

@@ -32,12 +32,12 @@ def test_target_neighbors_are_nearest_same_class():
         same = np.flatnonzero((y == y[i]) & (np.arange(30) != i))
         dist = np.linalg.norm(X[same] - X[i], axis=1)
         np.testing.assert_array_equal(T[i], same[np.argsort(dist, kind="stable")[:3]])
-    tg, trip = lmnn_constraints(X, y, 2, mu=0.5)
+    tg, trip = lmnn_constraints(X, y, 2, regularization=0.5)
     assert len(tg) == 60 and len(trip) == 60 * 20
     assert np.all(y[trip.idx[:, 3]] != y[trip.idx[:, 0]])
 
 
-@pytest.mark.parametrize("k, match", [(0, r"k must be in"), (10, r"k must be in"), (2.0, "integer")])
+@pytest.mark.parametrize("k, match", [(0, r"n_neighbors must be in"), (10, r"n_neighbors must be in"), (2.0, "integer")])
 def test_target_neighbors_bad_k(k, match):
     X = np.zeros((30, 2)) + np.arange(30)[:, None]
     y = np.repeat([0, 1, 2], 10)
@@ -118,7 +118,7 @@ LEVELS = [[0], [1], [2, 3], [4], [5]]
     ("m", lambda m: relative_attribute_quadruplets(np.repeat(np.arange(6), 3), LEVELS, m, seed=0)),
     ("n_neighbors", lambda m: triplets_from_labels(*_labelled(), n_neighbors=m)),
     ("n_impostors", lambda m: triplets_from_labels(*_labelled(), n_impostors=m)),
-    ("k", lambda m: target_neighbors(*_labelled(), m)),
+    ("n_neighbors", lambda m: target_neighbors(*_labelled(), m)),
 ])
 def test_counts_are_validated(name, call):
     with pytest.raises(ValueError, match=f"{name} must be"):

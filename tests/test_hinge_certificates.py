@@ -65,7 +65,7 @@ def _constant_feature_lmnn():
     (no certificate existed), positive definite on the span of the differences."""
     inst = get_instance("lmnn", "iris-sub")
     X = np.column_stack([inst.X, np.full(len(inst.X), 3.0), inst.X[:, 0]])
-    return X, inst.y, {k: inst.params[k] for k in ("k", "mu", "margin")}
+    return X, inst.y, {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
 
 
 def test_certificate_on_the_data_span_with_constant_features():
@@ -143,7 +143,7 @@ def test_qwise_pdhg_pull_data_scaling(scale):
 @pytest.mark.parametrize("scale", DATA_SCALES)
 def test_lmnn_pdhg_data_scaling(scale):
     inst = get_instance("lmnn", "iris-sub")
-    p = {k: inst.params[k] for k in ("k", "mu", "margin")}
+    p = {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
     truth = solve_certified(build_lmnn(inst.X, inst.y, **p), TRUTH_RTOL)
     res, warned = _solve(solve_lmnn, inst.X * scale, inst.y, method="pdhg", **p)
     _same_certified_answer(res, warned, truth.bounds.upper, 1e-3)
@@ -153,7 +153,7 @@ def test_lmnn_pdhg_data_scaling(scale):
 def test_lmnn_ground_truth_is_scale_invariant(scale):
     """Clarabel on the raw problem was 47 % off at X x 1e-3; the ladder's normalized rung certifies."""
     inst = get_instance("lmnn", "wine-sub")
-    p = {k: inst.params[k] for k in ("k", "mu", "margin")}
+    p = {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
     ref = solve_certified(build_lmnn(inst.X, inst.y, **p), TRUTH_RTOL)
     got = solve_certified(build_lmnn(inst.X * scale, inst.y, **p), TRUTH_RTOL)
     assert ref.certified and got.certified

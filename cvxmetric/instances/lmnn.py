@@ -20,20 +20,21 @@ def balanced_subsample(y: np.ndarray, per_class: int, seed: int) -> np.ndarray:
                                    for c in np.unique(y)]))
 
 
-def lmnn_instance(name: str, X: np.ndarray, y: np.ndarray, *, k: int, mu: float = 0.5,
+def lmnn_instance(name: str, X: np.ndarray, y: np.ndarray, *, n_neighbors: int, regularization: float = 0.5,
                   margin: float = 1.0, description: str = "") -> Instance:
-    _, triplets = lmnn_constraints(X, y, k, mu=mu, margin=margin)
-    return Instance("lmnn", name, X, triplets, params={"k": k, "mu": mu, "margin": margin}, y=y,
-                    description=description or f"{name}: n={X.shape[0]}, d={X.shape[1]}, k={k}, "
-                                               f"{len(triplets)} triplets")
+    _, triplets = lmnn_constraints(X, y, n_neighbors, regularization=regularization, margin=margin)
+    params = {"n_neighbors": n_neighbors, "regularization": regularization, "margin": margin}
+    return Instance("lmnn", name, X, triplets, params=params, y=y,
+                    description=description or f"{name}: n={X.shape[0]}, d={X.shape[1]}, "
+                                               f"n_neighbors={n_neighbors}, {len(triplets)} triplets")
 
 
 @register("lmnn", "iris-sub")
 def _iris(seed: int = 0) -> Instance:
-    """Iris (standardized), 10 points per class, k = 2: 1,200 triplets, d = 4."""
+    """Iris (standardized), 10 points per class, n_neighbors = 2: 1,200 triplets, d = 4."""
     X, y = load_dataset("iris")
     idx = balanced_subsample(y, 10, seed=shifted_seed(0, seed))
-    return lmnn_instance("iris-sub", X[idx], y[idx], k=2)
+    return lmnn_instance("iris-sub", X[idx], y[idx], n_neighbors=2)
 
 
 #: Wine features kept for the LMNN instance: alcohol, malic acid, alkalinity of ash, magnesium,
@@ -45,20 +46,20 @@ WINE_LMNN_FEATURES = (0, 1, 3, 4, 7, 8, 10)
 
 @register("lmnn", "wine-sub")
 def _wine(seed: int = 0) -> Instance:
-    """Wine (standardized, 7 of 13 features), 10 points per class, k = 2: 1,200 triplets, d = 7."""
+    """Wine (standardized, 7 of 13 features), 10 points per class, n_neighbors = 2: 1,200 triplets, d = 7."""
     X, y = load_dataset("wine")
     idx = balanced_subsample(y, 10, seed=shifted_seed(1, seed))
-    return lmnn_instance("wine-sub", X[np.ix_(idx, WINE_LMNN_FEATURES)], y[idx], k=2)
+    return lmnn_instance("wine-sub", X[np.ix_(idx, WINE_LMNN_FEATURES)], y[idx], n_neighbors=2)
 
 
 @register("lmnn", "syn-blobs")
 def _blobs(seed: int = 0) -> Instance:
     """Four overlapping Gaussian classes in d = 6 (two informative axes, four noise axes),
-    8 points per class, k = 2: 1,536 triplets."""
+    8 points per class, n_neighbors = 2: 1,536 triplets."""
     rng = np.random.default_rng(shifted_seed(3, seed))
     centers = np.zeros((4, 6))
     centers[:, :2] = [[0, 0], [2, 0], [0, 2], [2, 2]]
     scale = np.array([0.8, 0.8, 2.0, 2.0, 2.0, 2.0])
     X = np.concatenate([c + scale * rng.standard_normal((8, 6)) for c in centers])
     y = np.repeat(np.arange(4), 8)
-    return lmnn_instance("syn-blobs", X, y, k=2)
+    return lmnn_instance("syn-blobs", X, y, n_neighbors=2)

@@ -1,6 +1,6 @@
 """LMNN in the harness: the projected subgradient engine with on-the-fly impostors, the same
-engine on the materialised triplet set, and constraint generation around PDHG, against the
-cvxpy hinge formulation."""
+engine on the materialised triplet set, and PDHG on a working set of the implicit triplet set
+(certified on the full set), against the cvxpy hinge formulation."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +14,7 @@ from ..tolerances import GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER
 
 
 def _params(inst) -> dict:
-    return {k: inst.params[k] for k in ("k", "mu", "margin")}
+    return {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
 
 
 def _build(inst):

@@ -1,4 +1,5 @@
-"""Qwise in the harness: the full-matrix model (subgradient engine and PDHG) and the vector model (Newton)."""
+"""Qwise in the harness: the full-matrix model (subgradient engine, PDHG, PDHG on a working set) and the
+vector model (Newton)."""
 from __future__ import annotations
 
 from cvxmetric.formulations.qwise import build_qwise, build_qwise_vector
@@ -24,6 +25,9 @@ def _fast(inst):
     return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
                        GAP_FIRST_ORDER, None),
             FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
+                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
+            FastSolver("qwise-pdhg-ws",
+                       lambda i: solve_qwise(i.X, i.constraints, method="pdhg", working_set=True, **i.params),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
 
 

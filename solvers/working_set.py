@@ -1,0 +1,500 @@
+r"""Working sets with certificates for every hinge model: PDHG on the constraints that matter.
+
+The problem is the :class:`~cvxmetric.models.HingeModel` program over a (possibly huge, possibly
+implicit) constraint set :math:`\mathcal{C}`:
+
+.. math::
+    p^* = \min_{M \succeq 0}\ f(M) = \langle R, M\rangle + \tfrac q2 \|M\|_F^2
+        + \sum_{c \in \mathcal{C}} c_c\,[t_c(M)]_+ , \qquad t_c(M) = \delta_c + \langle M, A_c\rangle .
+
+At the optimum only the constraints near or past the margin carry a multiplier, so the solver
+keeps a **working set** :math:`W \subseteq \mathcal{C}` and runs restarted PDHG
+(:func:`cvxmetric.solvers.pdhg.pdhg`) on the restricted model :math:`f_W` (the same linear and
+quadratic terms, hinge terms on :math:`W` only), warm-started from the previous point, multipliers,
+step size and primal weight. Each round ends with one **full pass** over :math:`\mathcal{C}` at
+the current point :math:`M` (a :class:`ConstraintPool`'s ``scan``):
+
+* it computes the full objective :math:`f(M)` exactly (the upper bound);
+* it **adds** the constraints outside :math:`W` with :math:`t_c(M) > -s\,\bar\delta` (``slack``
+  :math:`s` times the margin scale :math:`\bar\delta = \max_c |\delta_c|`: near or past the
+  margin), the largest :math:`t_c` first, at most ``max(max_add, |W|)`` per pass;
+* it **drops** the constraints of :math:`W` that were far from the margin
+  (:math:`t_c(M) \le -s\bar\delta`) with a zero multiplier at ``drop_after`` consecutive passes.
+  A dropped constraint that becomes violated again is found, and re-added, by the next pass.
+
+So the cost of a PDHG iteration follows :math:`|W|`, not :math:`|\mathcal{C}|`; the full pass
+costs about one operator application over :math:`\mathcal{C}` and runs once per round
+(``round_iter`` PDHG iterations, doubled whenever the pass found no violated constraint outside
+:math:`W`: then only the accuracy of the restricted solve is missing).
+
+**Certificate of the full problem.** For every multiplier :math:`y \in [0, c]^{\mathcal{C}}` and
+every :math:`M \succeq 0`, :math:`c_c[t]_+ \ge y_c t` gives the weak-duality bound of
+:meth:`cvxmetric.models.HingeModel.dual_bound`. PDHG's multipliers on :math:`W`, extended by
+**zero outside** :math:`W`, are such a :math:`y`, and with zeros outside :math:`W` the dual
+matrix :math:`S = R + K^* y` and :math:`\delta^\top y` are those of the restricted model: the bound
+is the full model's dual bound at the zero-padded multiplier (:meth:`ConstraintPool.full_bound`,
+with the full objective of the best point as ``upper``, so the trace bound is one of the full
+problem). PDHG's own bound of the restricted problem is valid too, since
+:math:`p^*_W \le p^*` (the restriction only drops non-negative terms). The best bound over all
+rounds is kept (:math:`p^*` does not change), as is the point with the lowest full objective.
+The result (:func:`cvxmetric.solvers.result.make_result`) has ``measure == "certified_gap"``:
+:func:`cvxmetric.certificates.relative_gap` of that objective and that bound, held to
+``certificate_tol``. The loop stops by PDHG's own rule, read on the full problem: the full
+certified gap is at most ``tol``, or the restricted solve stopped (its relative KKT residual within
+``tol``), no constraint outside :math:`W` is violated and the full certified gap is at most
+``certificate_tol``. Where no bound exists (q = 0, R singular
+on the data span and no repaired multiplier dual feasible; see
+:mod:`cvxmetric.solvers.pdhg`) the measure is the restricted problem's relative KKT residual,
+which equals the full problem's when no constraint outside :math:`W` is violated (each such
+constraint adds :math:`c_c[t_c]_+ - 0 \cdot t_c = 0` to the Lagrangian gap); it is infinite otherwise.
+
+Two pools exist: :class:`ModelPool` (the rows of an explicit HingeModel: Qwise, the Fantope
+convex bound, LMNN's materialised model) and :class:`ImpostorPool` (LMNN's implicit triplet set,
+listed by :class:`cvxmetric.lmnn.ImpostorSearch`); :func:`solve_working_set` is the one loop.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_nonnegative
+from cvxmetric.certificates import relative_gap
+from cvxmetric.constraints import ConstraintSet
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.lmnn import ImpostorSearch, lmnn_pull_model, too_many_triplets_message
+from cvxmetric.linalg import psd_factor
+from cvxmetric.models import HingeModel
+
+from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg
+from .result import SolverResult, make_result
+
+__all__ = ["solve_working_set", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet", "carry",
+           "WS_SLACK", "DROP_AFTER", "ROUND_ITER", "MAX_ROUNDS", "MAX_ADD", "MAX_START_HALVINGS"]
+
+#: A constraint counts as near the margin when :math:`t_c > -` ``WS_SLACK`` :math:`\bar\delta`:
+#: such constraints tend to become violated in the next round; adding them early saves rounds.
+WS_SLACK = 0.1
+#: A constraint of W far from the margin with a zero multiplier at this many consecutive full
+#: passes is dropped (0: never drop). Two passes keep a constraint that only briefly left the
+#: margin (PDHG's iterates oscillate around the optimal face), while constraints left behind by the
+#: first, rough rounds stop costing anything.
+DROP_AFTER = 2
+#: PDHG iterations of the first round; doubled after every round whose full pass found no
+#: violated constraint outside W (only the restricted solve's accuracy is then missing). Short
+#: first rounds pay: the restricted optimum of a small W lies far outside W's region (digits'
+#: LMNN, tol 1e-2, PDHG checks every 16 iterations: 16 per round 86 s, 64 per round 135 s, on a
+#: loaded machine; the work, sum over rounds of |W| x iterations, 11.1e6 vs 13.4e6).
+ROUND_ITER = 16
+#: Limit on the rounds (full passes).
+MAX_ROUNDS = 50
+#: Cap on the constraints one pass adds (the largest margins first; at least |W|, so W may double
+#: per pass); 0 means no cap. Without a cap, LMNN's first pass on digits (the triplets violated at
+#: the identity: 2,000; the restricted optimum then violates hundreds of thousands) makes one
+#: PDHG iteration cost seconds. It also bounds the first working set of a start where every
+#: constraint is violated (Qwise at M = 0).
+MAX_ADD = 2000
+#: A start at which no constraint is near the margin (LMNN with a large M0) is shrunk by halves
+#: until one is, at most this many times (2^-200: any data scale a float holds); a relative rule.
+MAX_START_HALVINGS = 200
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One full pass at a point: the constraints near or past the margin and the full objective.
+
+    ``ids`` (sorted, int64) identify constraints of the pool, ``margins`` their
+    :math:`t_c(M) = \\delta_c + \\langle M, A_c\\rangle` (aligned), ``value`` the full objective
+    :math:`f(M)`. Every constraint with :math:`t_c > -` ``slack`` :math:`\\bar\\delta` is listed
+    (the violated ones in particular, so ``value`` is exact).
+    """
+
+    ids: np.ndarray
+    margins: np.ndarray
+    value: float
+
+
+class ConstraintPool:
+    """The full constraint set of a hinge problem, as a working set sees it.
+
+    Subclasses implement :meth:`scan`, :meth:`submodel`, :meth:`full_bound` and :meth:`initial`;
+    ``slack`` and ``margin_scale`` (:math:`\\bar\\delta`) define "near the margin"; ``d`` is the dimension.
+    """
+
+    slack: float
+    margin_scale: float
+    d: int
+
+    def scan(self, M: np.ndarray) -> Scan:
+        raise NotImplementedError
+
+    def submodel(self, ids: np.ndarray) -> HingeModel:
+        """The restricted HingeModel over the constraints ``ids`` (rows in ``ids`` order)."""
+        raise NotImplementedError
+
+    def full_bound(self, sub: HingeModel, ids: np.ndarray, y: np.ndarray, upper: float) -> Optional[float]:
+        """The full problem's dual bound at the multiplier ``y`` on the rows ``ids`` of ``sub``, zero elsewhere."""
+        raise NotImplementedError
+
+    def initial(self, M0: np.ndarray, max_add: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, M)``: the first working set (never empty) and the point to start from."""
+        raise NotImplementedError
+
+    @property
+    def threshold(self) -> float:
+        """:math:`-s\\bar\\delta`: constraints with a larger margin value are near the margin."""
+        return -self.slack * self.margin_scale
+
+
+class ModelPool(ConstraintPool):
+    r"""The rows of an explicit :class:`~cvxmetric.models.HingeModel` (ids are row indices).
+
+    A scan computes :math:`t = \delta + KM` for all rows (one operator pass, :math:`O(m d^2)`);
+    the full bound is :meth:`HingeModel.certify` of the full model at the zero-padded multiplier
+    (its :math:`K^* y` taken from the restricted model, :math:`O(|W| d^2)`).
+    """
+
+    def __init__(self, model: HingeModel, slack: float = WS_SLACK):
+        if not isinstance(model, HingeModel):
+            raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
+        if model.m == 0:
+            raise ValueError("model has no constraints; a working set needs at least one hinge term")
+        self.model = model
+        self.d = model.d
+        self.slack = check_nonnegative(slack, "ws_slack")
+        self.margin_scale = float(np.max(np.abs(model.constraints.delta)))
+
+    def _near(self, t: np.ndarray) -> np.ndarray:
+        # all margins zero (no scale): "near" means on or past the margin
+        return t >= 0.0 if self.margin_scale == 0.0 else t > self.threshold
+
+    def scan(self, M):
+        t = self.model.margins(M)
+        value = self.model.regularizer(M) + float(self.model.coef @ np.maximum(t, 0.0))
+        ids = np.flatnonzero(self._near(t))
+        return Scan(ids, t[ids], value)
+
+    def submodel(self, ids):
+        return self.model.subset(ids)
+
+    def full_bound(self, sub, ids, y, upper):
+        full = np.zeros(self.model.m)
+        full[ids] = y
+        Ky = sub.geometry.weighted_sum(np.clip(y, 0.0, sub.coef))
+        return self.model.certify(full, upper, Ky=Ky, repair_steps=0)[0]
+
+    def initial(self, M0, max_add):
+        t = self.model.margins(M0)
+        ids = np.flatnonzero(self._near(t))
+        if ids.size == 0 or (max_add and ids.size > max_add):   # the largest margins first
+            ids = np.argsort(-t, kind="stable")[:max_add or self.model.m]
+        return np.sort(ids), M0
+
+
+class ImpostorPool(ConstraintPool):
+    r"""LMNN's implicit triplet set (ids are :class:`~cvxmetric.lmnn.ImpostorSearch` codes).
+
+    A scan is an impostor search at the margin :math:`(1 + s)\,\text{margin}` (the triplets with
+    :math:`t > -s\,\text{margin}`), from a factor of M; the full objective is the pull term plus the
+    hinge terms of the violated triplets found. The restricted model is LMNN's pull model over
+    the decoded triplets. Its linear term and data are the full model's and LMNN's triplets
+    contain no similar pair, so the restricted model's :meth:`HingeModel.certify` at
+    ``upper = f(M)`` *is* the full model's dual bound at the zero-padded multiplier.
+    """
+
+    def __init__(self, search: ImpostorSearch, regularization: float, slack: float = WS_SLACK,
+                 max_triplets: Optional[int] = None):
+        self.search = search
+        self.d = search.X.shape[1]
+        self.regularization = float(regularization)
+        self.slack = check_nonnegative(slack, "ws_slack")
+        self.margin_scale = search.margin
+        self.max_triplets = max_triplets
+        self.wide = search if self.slack == 0 else ImpostorSearch(
+            search.X, search.y, search.n_neighbors, margin=search.margin * (1.0 + self.slack),
+            chunk_elements=search.chunk_elements)
+        self._empty = lmnn_pull_model(search.X, search.target_pairs, self.regularization)
+        self._last_factor = np.eye(search.X.shape[1])
+
+    def scan(self, M):
+        L = psd_factor(M)
+        self._last_factor = L
+        codes, wide = self.wide.violated_codes(L, return_margins=True)
+        t = wide - self.slack * self.search.margin
+        value = self._empty.regularizer(M) + (1.0 - self.regularization) * float(np.sum(t[t > 0]))
+        return Scan(codes, t, value)
+
+    def submodel(self, ids):
+        if self.max_triplets is not None and ids.size > self.max_triplets:
+            raise RuntimeError(too_many_triplets_message(
+                self.search, self._last_factor, int(ids.size), self.max_triplets,
+                "the working set (the triplets near or past the margin at the iterates so far) would grow too large"))
+        cons = ConstraintSet.from_triplets(self.search.decode(ids), delta=self.search.margin,
+                                           weight=1.0 - self.regularization)
+        sub = self._empty.extended(cons, np.full(ids.size, 1.0 - self.regularization))
+        return sub
+
+    def full_bound(self, sub, ids, y, upper):
+        return sub.certify(y, upper, repair_steps=0)[0]
+
+    def initial(self, M0, max_add):
+        scale = 1.0
+        for _ in range(MAX_START_HALVINGS):   # nothing near the margin at M0: shrink it until something is
+            scan = self.scan(scale * M0)
+            if scan.ids.size:
+                break
+            scale *= 0.5
+        ids = scan.ids
+        if max_add and ids.size > max_add:
+            ids = np.sort(ids[np.argsort(-scan.margins, kind="stable")[:max_add]])
+        return ids, M0
+
+
+class WorkingSet:
+    """The working set W: sorted constraint ids, and for each how many passes it sat idle.
+
+    A constraint is idle at a pass when it is far from the margin (not in the scan) and its
+    multiplier is 0; ``drop_after`` consecutive idle passes drop it. ``dropped`` keeps every id
+    ever dropped, so re-additions are counted (``readded``).
+    """
+
+    def __init__(self, ids: np.ndarray, drop_after: int):
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.idle = np.zeros(self.ids.size, dtype=np.int64)
+        self.drop_after = drop_after
+        self.dropped = np.zeros(0, dtype=np.int64)
+        self.n_dropped = 0
+        self.readded = 0
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def outside(self, scan: Scan) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and margins of the scanned constraints not in W."""
+        out = ~np.isin(scan.ids, self.ids, assume_unique=True)
+        return scan.ids[out], scan.margins[out]
+
+    def update(self, scan: Scan, y: np.ndarray, max_add: int) -> tuple[np.ndarray, int, int]:
+        """Drop the long-idle constraints, add the scanned ones outside W.
+
+        Returns ``(y on the new W, number added, number dropped)``; added constraints start at 0.
+        """
+        near = np.isin(self.ids, scan.ids, assume_unique=True)
+        self.idle = np.where(near | (y > 0), 0, self.idle + 1)
+        keep = self.idle < self.drop_after if self.drop_after else np.ones(self.ids.size, dtype=bool)
+        n_drop = int(np.sum(~keep))
+        self.dropped = np.union1d(self.dropped, self.ids[~keep])
+        self.n_dropped += n_drop
+        new, marg = self.outside(scan)
+        cap = max(max_add, int(np.sum(keep)))
+        if max_add and new.size > cap:   # the largest margins first (see MAX_ADD)
+            new = np.sort(new[np.argsort(-marg, kind="stable")[:cap]])
+        self.readded += int(np.sum(np.isin(new, self.dropped, assume_unique=True)))
+        old_ids, old_y, old_idle = self.ids[keep], y[keep], self.idle[keep]
+        self.ids = np.union1d(old_ids, new)
+        self.idle = np.zeros(self.ids.size, dtype=np.int64)
+        self.idle[np.searchsorted(self.ids, old_ids)] = old_idle
+        return carry(old_y, old_ids, self.ids), int(new.size), n_drop
+
+
+def carry(y: np.ndarray, ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
+    """Multipliers ``y`` on the sorted ids ``ids`` moved onto ``new_ids`` (0 where new, dropped where gone)."""
+    out = np.zeros(new_ids.size)
+    pos = np.searchsorted(new_ids, ids)
+    pos = np.minimum(pos, max(new_ids.size - 1, 0))
+    hit = (new_ids.size > 0) & (new_ids[pos] == ids) if ids.size else np.zeros(0, dtype=bool)
+    out[pos[hit]] = y[hit]
+    return out
+
+
+def _check_options(drop_after, round_iter, max_rounds, max_add, max_iter):
+    return (check_int_in_range(drop_after, "drop_after", 0, 10**6),
+            check_int_in_range(round_iter, "round_iter", 1, 10**9),
+            check_int_in_range(max_rounds, "max_rounds", 1, 10**6),
+            check_int_in_range(max_add, "max_add", 0, 10**9),
+            check_int_in_range(max_iter, "max_iter", 1, 10**9))
+
+
+@dataclass
+class _Best:
+    """The best point (lowest full objective, with its pass) and the best bound (with its multipliers)."""
+
+    f: float = math.inf
+    M: Optional[np.ndarray] = None
+    y: Optional[np.ndarray] = None
+    ids: Optional[np.ndarray] = None
+    scan: Optional[Scan] = None
+    lb: Optional[float] = None
+    lb_y: Optional[np.ndarray] = None
+    lb_ids: Optional[np.ndarray] = None
+
+    def offer_point(self, scan: Scan, M: np.ndarray, y: np.ndarray, ids: np.ndarray) -> bool:
+        if scan.value < self.f:
+            self.f, self.M, self.y, self.ids, self.scan = scan.value, M, y, ids, scan
+            return True
+        return False
+
+    def offer_bound(self, lb: Optional[float], y: np.ndarray, ids: np.ndarray) -> None:
+        if lb is not None and (self.lb is None or lb > self.lb):
+            self.lb, self.lb_y, self.lb_ids = float(lb), y, ids
+
+
+def _quiet_pdhg(sub: HingeModel, **kw) -> SolverResult:
+    """One restricted PDHG solve; its ConvergenceWarning is the outer loop's business."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return pdhg(sub, warn=False, **kw)
+
+
+def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int = DROP_AFTER,
+                      round_iter: int = ROUND_ITER, max_rounds: int = MAX_ROUNDS, max_add: int = MAX_ADD,
+                      max_iter: int = 100_000, tol: float = DEFAULT_TOL,
+                      certificate_tol: float = DEFAULT_CERTIFICATE_TOL, time_limit: Optional[float] = None,
+                      callback: Optional[Callable[[int, np.ndarray, float], None]] = None,
+                      solver_name: str = "pdhg-working-set", **pdhg_options) -> SolverResult:
+    r"""Minimise a hinge model by PDHG on a working set, certified on the full constraint set.
+
+    Parameters
+    ----------
+    pool : ConstraintPool
+        The full constraint set (:class:`ModelPool` or :class:`ImpostorPool`; its ``slack``
+        defines "near the margin").
+    M0 : ndarray, shape (d, d)
+        PSD start.
+    drop_after : int
+        Consecutive idle passes after which a constraint leaves W (0: never).
+    round_iter : int
+        PDHG iterations of the first round (doubled after a round with no violated constraint
+        outside W).
+    max_rounds : int
+        Limit on the rounds.
+    max_add : int
+        Cap on the constraints added per pass (at least |W|; 0: no cap).
+    max_iter : int
+        Limit on the total PDHG iterations.
+    tol, certificate_tol : float
+        PDHG's stopping tolerance (each round, and the loop's rule read on the full problem,
+        module docstring), and the certified relative gap of the *full* problem that
+        ``converged`` requires.
+    time_limit : float, optional
+        Wall-clock limit in seconds.
+    callback : callable, optional
+        ``callback(round, M, full objective)`` after every full pass.
+    solver_name : str
+        Name recorded in the result.
+    **pdhg_options
+        Passed to every :func:`cvxmetric.solvers.pdhg.pdhg` call (``check_every``, ...).
+
+    Returns
+    -------
+    SolverResult
+        Built by :func:`cvxmetric.solvers.result.make_result`: ``M`` the point with the lowest
+        full objective over the rounds, ``objective`` that objective, ``lower_bound`` the best
+        bound of the full problem, ``measure == "certified_gap"`` held to ``certificate_tol``
+        (``"kkt_residual"`` without a bound, module docstring), ``n_iter`` the total PDHG
+        iterations, ``history`` the full objective after each round, ``multipliers`` the bound's
+        multipliers: over all rows for a :class:`ModelPool`, over ``info["multiplier_ids"]``
+        otherwise. ``info``: ``rounds``, ``working_set_sizes`` (per round), ``working_set_size``,
+        ``working_set`` (the last W's ids), ``model`` (the last restricted model),
+        ``violated_outside_working_set`` (at the last pass), ``violated_at_solution``,
+        ``added`` / ``dropped`` (per pass), ``readded`` (dropped constraints added again),
+        ``pdhg_iterations`` (per round), ``pdhg_stop_reason``, ``lower_bound``, ``certified_gap``,
+        ``y``, ``multiplier_ids``.
+
+    Notes
+    -----
+    The program, the rounds and the certificate are in the module docstring
+    (:mod:`cvxmetric.solvers.working_set`).
+    """
+    if not isinstance(pool, ConstraintPool):
+        raise TypeError(f"pool must be a ConstraintPool; got {type(pool).__name__}")
+    drop_after, round_iter, max_rounds, max_add, max_iter = _check_options(
+        drop_after, round_iter, max_rounds, max_add, max_iter)
+    for name in ("M0", "y0", "warn"):
+        if name in pdhg_options:
+            raise ValueError(f"{name} is set by the working-set loop; pass M0 to the solver, not to each PDHG round")
+    M0 = as_square_symmetric(M0, "M0", d=pool.d, psd=True)
+    t_start = time.perf_counter()
+    ids, M = pool.initial(M0, max_add)
+    ws = WorkingSet(ids, drop_after)
+    y = np.zeros(len(ws))
+    best = _Best()
+    best.offer_point(pool.scan(M), M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
+    history, sizes, iters, added, dropped = [], [], [], [], []
+    n_iter, budget, warm = 0, round_iter, {}
+    stop_reason = "max_iter"
+    for rnd in range(1, max_rounds + 1):
+        sub = pool.submodel(ws.ids)
+        sizes.append(len(ws))
+        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t_start), 1e-3)
+        res = _quiet_pdhg(sub, M0=M, y0=np.clip(y, 0.0, sub.coef), tol=tol, certificate_tol=certificate_tol,
+                          max_iter=min(budget, max_iter - n_iter), time_limit=remaining, solver_name=solver_name,
+                          **{**warm, **pdhg_options})
+        # warm start of the next round: step size and primal weight (no new power iteration)
+        warm = {"step_size": res.info["step_size"], "primal_weight": res.info["primal_weight"]}
+        n_iter += res.n_iter
+        iters.append(res.n_iter)
+        M, y = res.M, res.info["y"]
+        scan = pool.scan(M)   # the full pass
+        history.append(scan.value)
+        if callback is not None:
+            callback(rnd, M, scan.value)
+        outside = int(np.sum(ws.outside(scan)[1] > 0))
+        if not best.offer_point(scan, M, y, ws.ids):
+            # a restricted optimum far outside W (worse over all constraints): back to the best point
+            M, y = best.M, carry(best.y, best.ids, ws.ids)
+        # two bounds of the full problem: PDHG's of the restricted one (p*_W <= p*), and the full
+        # model's dual bound at the zero-padded multiplier, with the best full objective as upper
+        best.offer_bound(res.lower_bound, res.multipliers, ws.ids)
+        best.offer_bound(pool.full_bound(sub, ws.ids, res.multipliers, best.f), res.multipliers, ws.ids)
+        # PDHG's stopping rule, for the full problem: a certified gap within tol, or the restricted
+        # solve stopped (its KKT test) with nothing violated outside W and the gap within certificate_tol
+        gap = relative_gap(best.f, best.lb)
+        settled = outside == 0 and res.status == "converged"
+        if gap <= tol or (settled and (gap <= certificate_tol or best.lb is None)):
+            stop_reason = "converged"
+            break
+        if n_iter >= max_iter or rnd == max_rounds:
+            break
+        if time_limit is not None and time.perf_counter() - t_start > time_limit:
+            stop_reason = "time_limit"
+            break
+        if outside == 0:   # W is right at this point: solve it further before the next pass
+            budget = 2 * budget
+        y, n_add, n_drop = ws.update(scan, y, max_add)
+        added.append(n_add)
+        dropped.append(n_drop)
+    return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol,
+                   n_iter, history, t_start,
+                   {"working_set_sizes": sizes, "pdhg_iterations": iters, "added": added, "dropped": dropped})
+
+
+def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol, n_iter,
+            history, t_start, info) -> SolverResult:
+    """The result contract of :func:`solve_working_set` (see its Returns)."""
+    if best.lb is not None:
+        measure, measure_tol, measure_value = "certified_gap", certificate_tol, None
+    else:   # no bound at all: the restricted KKT residual, the full one only if nothing outside W is violated
+        measure, measure_tol = "kkt_residual", tol
+        measure_value = res.measure_value if (outside == 0 and res.measure == "kkt_residual") else math.inf
+    mult, mult_ids = (best.lb_y, best.lb_ids) if best.lb is not None else (best.y, best.ids)
+    if isinstance(pool, ModelPool):   # multipliers over all rows of the full model
+        full = np.zeros(pool.model.m)
+        full[mult_ids] = mult
+        mult, mult_ids = full, np.arange(pool.model.m)
+    violated_at = int(np.sum(best.scan.margins > 0))
+    detail = (f"{len(history)} rounds, working set {len(ws)}, {outside} violated constraints outside it at the "
+              f"last pass; last PDHG: {res.message}")
+    info.update({"rounds": len(history), "working_set_size": len(ws), "working_set": ws.ids, "model": sub,
+                 "violated_outside_working_set": outside, "violated_at_solution": violated_at,
+                 "readded": ws.readded, "pdhg_stop_reason": res.info["stop_reason"], "lower_bound": best.lb,
+                 "certified_gap": None if best.lb is None else relative_gap(best.f, best.lb),
+                 "y": mult, "multiplier_ids": mult_ids})
+    return make_result(solver_name, objective=best.f, measure=measure, tol=measure_tol, stop_reason=stop_reason,
+                       M=best.M, measure_value=measure_value, lower_bound=best.lb, multipliers=mult,
+                       n_iter=n_iter, history=history, time=time.perf_counter() - t_start, detail=detail,
+                       info=info)

@@ -1,0 +1,205 @@
+"""Working sets with certificates (cvxmetric.solvers.working_set): the same answer as plain PDHG and
+as the certified cvxpy ground truth, a certificate of the *full* problem, dropped constraints
+re-added, one mechanism for explicit models (Qwise, Fantope bound, LMNN materialised) and LMNN's
+implicit triplet set."""
+import warnings
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from cvxmetric.certificates import relative_difference
+from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.fantope import fantope_model
+from cvxmetric.formulations.hinge import build_hinge_problem
+from cvxmetric.formulations.ladder import solve_certified
+from cvxmetric.formulations.lmnn import build_lmnn
+from cvxmetric.formulations.qwise import build_qwise
+from cvxmetric.generators import quadruplets_from_metric
+from cvxmetric.instances import get_instance
+from cvxmetric.linalg import random_psd
+from cvxmetric.lmnn import ImpostorSearch
+from cvxmetric.models import qwise_model
+from cvxmetric.solvers.lmnn import solve_lmnn
+from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.solvers.qwise import solve_qwise
+from cvxmetric.solvers.working_set import ModelPool, Scan, WorkingSet, solve_working_set
+
+#: Relative width of the ground truth's certified interval.
+TRUTH_RTOL = 1e-6
+#: The working set's answer and the truth agree to the certified gap the solver is held to.
+AGREE_RTOL = 1e-3
+
+
+@lru_cache(maxsize=None)
+def _qwise_truth(name):
+    inst = get_instance("qwise", name)
+    truth = solve_certified(build_qwise(inst.X, inst.constraints, **inst.params), TRUTH_RTOL)
+    assert truth.certified
+    return inst, truth
+
+
+def _assert_full_certificate(res, model, truth):
+    """The result is certified for the full problem: objective = full f(M), bound <= p*, gap <= tol."""
+    assert res.converged and res.measure == "certified_gap" and res.certified_gap <= res.tol
+    assert res.objective == pytest.approx(model.value(res.M), rel=1e-12)
+    assert res.lower_bound <= truth.bounds.upper * (1 + TRUTH_RTOL)
+    assert abs(relative_difference(res.objective, truth.bounds.upper)) <= AGREE_RTOL
+
+
+@pytest.mark.parametrize("name", ["syn-d5", "iris-mixed", "hierarchy-d8"])
+def test_qwise_working_set_matches_plain_pdhg_and_ground_truth(name):
+    inst, truth = _qwise_truth(name)
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    ws = solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, max_add=50, **inst.params)
+    plain = solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params)
+    assert ws.solver == "qwise-pdhg-ws"
+    _assert_full_certificate(ws, model, truth)
+    assert abs(relative_difference(ws.objective, plain.objective)) <= AGREE_RTOL
+    # the multipliers live on all rows of the full model, zero outside the working set
+    assert ws.multipliers.shape == (model.m,)
+    assert np.all(ws.multipliers >= 0) and np.all(ws.multipliers <= model.coef)
+    assert model.dual_bound(ws.multipliers, upper=ws.objective) >= ws.lower_bound * (1 - 1e-9) - 1e-12
+    assert ws.n_iter == sum(ws.info["pdhg_iterations"])
+
+
+def test_cost_follows_the_working_set():
+    """Most constraints satisfied with room at the optimum: PDHG never runs on all of them."""
+    rng = np.random.default_rng(0)
+    d = 6
+    X = rng.random((120, d))
+    T = random_psd(d, rank=2, seed=1)
+    cons = quadruplets_from_metric(X, T, 3000, seed=2)
+    model = qwise_model(X, cons, regularizer="trace", C_Q=1.0)
+    truth = solve_certified(build_hinge_problem(model), TRUTH_RTOL)
+    res = solve_working_set(ModelPool(model), np.zeros((d, d)), max_add=200)
+    _assert_full_certificate(res, model, truth)
+    assert max(res.info["working_set_sizes"]) < model.m / 2
+    assert res.info["working_set_size"] == len(res.info["working_set"]) < model.m
+
+
+def test_fantope_bound_model():
+    inst = get_instance("fantope", "syn-d8-e2")
+    p = inst.params
+    fm = fantope_model(inst.X, inst.constraints, **p)
+    bound = fm.bound_at(random_psd(inst.d, seed=3))
+    truth = solve_certified(build_hinge_problem(bound), TRUTH_RTOL)
+    res = solve_working_set(ModelPool(bound), np.zeros((inst.d, inst.d)), max_add=40)
+    _assert_full_certificate(res, bound, truth)
+    plain = pdhg(bound)
+    assert abs(relative_difference(res.objective, plain.objective)) <= AGREE_RTOL
+
+
+def test_certificate_is_for_the_full_problem_not_the_working_set():
+    """One round on a small working set: the restricted problem is solved well, but the result
+    reports the full objective and is not converged while the full gap is large."""
+    inst, truth = _qwise_truth("iris-mixed")
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    with pytest.warns(ConvergenceWarning):
+        res = solve_working_set(ModelPool(model), np.zeros((inst.d, inst.d)), max_add=20, max_rounds=1,
+                                round_iter=2000)
+    assert res.info["working_set_size"] == 20
+    assert not res.converged and res.info["violated_outside_working_set"] > 0
+    assert res.objective == pytest.approx(model.value(res.M), rel=1e-12)
+    assert res.objective > truth.bounds.upper * (1 + AGREE_RTOL)    # the restricted optimum is worse over all
+    assert res.lower_bound <= truth.bounds.upper * (1 + TRUTH_RTOL)  # and the bound still holds for p*
+
+
+def test_working_set_drops_and_readds():
+    """Unit rules: idle constraints (far from the margin, zero multiplier) leave after
+    ``drop_after`` passes; one that is near the margin again at a later pass comes back."""
+    ws = WorkingSet(np.array([0, 1, 2, 5]), drop_after=1)
+    # pass 1: only 0 near; 1 has a positive multiplier (kept), 2 and 5 idle -> dropped
+    scan = Scan(np.array([0, 7]), np.array([0.5, 2.0]), 0.0)
+    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
+    np.testing.assert_array_equal(ws.ids, [0, 1, 7])
+    np.testing.assert_array_equal(y, [0.3, 0.2, 0.0])
+    assert (n_add, n_drop, ws.readded) == (1, 2, 0)
+    # pass 2: 2 is violated again -> re-added (multiplier 0), 1 idle with y = 0 now -> dropped
+    scan = Scan(np.array([0, 2, 7]), np.array([0.1, 0.4, -0.01]), 0.0)
+    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
+    np.testing.assert_array_equal(ws.ids, [0, 2, 7])
+    np.testing.assert_array_equal(y, [0.3, 0.0, 0.1])
+    assert (n_add, n_drop, ws.readded, ws.n_dropped) == (1, 1, 1, 3)
+    # never drop with drop_after = 0
+    keep = WorkingSet(np.array([3, 4]), drop_after=0)
+    keep.update(Scan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0), np.zeros(2), max_add=0)
+    np.testing.assert_array_equal(keep.ids, [3, 4])
+
+
+def test_aggressive_dropping_readds_and_still_certifies():
+    """drop_after=1 and short rounds: constraints are dropped, some come back, the answer is the truth."""
+    inst, truth = _qwise_truth("syn-d5")
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    res = solve_working_set(ModelPool(model, slack=0.0), np.zeros((inst.d, inst.d)), drop_after=1,
+                            round_iter=8, max_add=30)
+    assert sum(res.info["dropped"]) > 0 and res.info["readded"] > 0
+    _assert_full_certificate(res, model, truth)
+
+
+@pytest.mark.parametrize("impostors", ["search", "materialised"])
+def test_lmnn_implicit_and_materialised_pools_agree_with_ground_truth(impostors):
+    inst = get_instance("lmnn", "wine-sub")
+    p = {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
+    form = build_lmnn(inst.X, inst.y, **p)
+    truth = solve_certified(form, TRUTH_RTOL)
+    res = solve_lmnn(inst.X, inst.y, method="pdhg", impostors=impostors, **p)
+    _assert_full_certificate(res, form.model, truth)
+    search = ImpostorSearch(inst.X, inst.y, p["n_neighbors"], margin=p["margin"])
+    assert res.objective == pytest.approx(search.objective(res.M, p["regularization"]), rel=1e-12)
+
+
+def test_lmnn_start_far_from_the_margin_is_shrunk():
+    """M0 so large that no triplet is near the margin: the first working set comes from a shrunk start."""
+    inst = get_instance("lmnn", "iris-sub")
+    p = {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
+    truth = solve_certified(build_lmnn(inst.X, inst.y, **p), TRUTH_RTOL)
+    res = solve_lmnn(inst.X, inst.y, method="pdhg", M0=1e6 * np.eye(inst.d), **p)
+    assert res.converged and abs(relative_difference(res.objective, truth.bounds.upper)) <= AGREE_RTOL
+
+
+# ----------------------------------------------------------------------------- options
+def _small():
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.standard_normal((6, 3)) + 1.5 * c for c in range(3)])
+    return X, np.repeat(np.arange(3), 6)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"method": "pdhg", "step_scale": 0.1}, "'step_scale' does not apply to method='pdhg'"),
+    ({"method": "subgradient", "round_iter": 3}, "'round_iter' does not apply to method='subgradient'"),
+    ({"method": "subgradient", "ws_slack": 0.2}, "'ws_slack' does not apply"),
+    ({"impostors": "materialised", "max_triplets": 10}, "max_triplets"),
+    ({"method": "pdhg", "impostors": "materialised", "max_triplets": 10}, "max_triplets"),
+    ({"method": "pdhg", "drop_after": -1}, "drop_after"),
+    ({"method": "pdhg", "max_add": 1.5}, "max_add"),
+])
+def test_lmnn_options_of_the_other_method_are_rejected(kw, match):
+    X, y = _small()
+    with pytest.raises((ValueError, TypeError), match=match):
+        solve_lmnn(X, y, 2, **kw)
+
+
+def test_qwise_working_set_options():
+    inst = get_instance("qwise", "syn-d5")
+    with pytest.raises(ValueError, match="working_set=True applies to method='pdhg'"):
+        solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
+    with pytest.raises(TypeError, match="working_set must be True or False"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
+    with pytest.raises(ValueError, match="ws_slack"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, ws_slack=-1.0, **inst.params)
+    with pytest.raises(ValueError, match="round_iter apply to method='pdhg' with working_set=True only"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", round_iter=4, **inst.params)
+    with pytest.raises(TypeError, match="pool must be a ConstraintPool"):
+        solve_working_set(qwise_model(inst.X, inst.constraints), np.zeros((5, 5)))
+
+
+def test_inputs_are_not_modified():
+    inst = get_instance("qwise", "syn-d5")
+    M0 = 0.1 * np.eye(inst.d)
+    X0, M00 = inst.X.copy(), M0.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, M0=M0, max_rounds=2, **inst.params)
+    np.testing.assert_array_equal(inst.X, X0)
+    np.testing.assert_array_equal(M0, M00)
