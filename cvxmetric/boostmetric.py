@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import highspy
 import numpy as np
 from scipy.special import entr, expit, log_expit, logsumexp, softmax
 
@@ -61,8 +62,11 @@ __all__ = [
     "loss_value",
     "loss_weights",
     "project_capped_simplex",
+    "project_spectraplex",
     "solve_restricted_lp",
+    "MasterLP",
     "ColumnGeneration",
+    "column_point",
     "lambda_max_column_generation",
     "DualBound",
     "BoostMetricCertifier",
@@ -96,15 +100,26 @@ ROUNDOFF_ULPS_PER_TERM = 1.0
 #: the LP keeps improving down to the round-off of H.
 LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
-#: Wentges' dual smoothing weight of :func:`lambda_max_column_generation`: price at
-#: alpha * u_best + (1 - alpha) * u_LP. Measured on wine (60 points, 540 triplets, nu = 10/m):
-#: 277 LPs without smoothing, 133 with 0.5, 115 with 0.7.
+#: Wentges' dual smoothing weight of :func:`lambda_max_column_generation` (above LINE_SEARCH_MAX_D, or
+#: when asked for): price at alpha * u_best + (1 - alpha) * u_LP. Measured on wine (60 points,
+#: 540 triplets, nu = 10/m): 277 LPs without smoothing, 133 with 0.5, 115 with 0.7.
 SMOOTHING = 0.7
+
+#: The line search on alpha (the default stabilization at small d): rounds of a grid of
+#: points refined around the best, each round one batched d x d ``eigvalsh`` (3 x 11 points:
+#: resolution 0.004; measured on iris: 57 LPs with alpha = 0.7, 21 with the line search).
+LINE_SEARCH_ROUNDS = 3
+LINE_SEARCH_POINTS = 11
+#: ``smoothing="auto"`` line-searches up to this dimension and uses ``SMOOTHING`` above: the
+#: search costs 33 d x d eigenvalue problems per LP, which does not pay at larger d (measured on
+#: wine embedded in d dimensions, 1602 triplets, CPU: d = 30: 0.77 s against 0.55 s with
+#: alpha = 0.7; d = 200: 3.8 s against 1.0 s).
+LINE_SEARCH_MAX_D = 32
 
 #: Columns priced per LP by :func:`lambda_max_column_generation` (the leading eigenvectors of
 #: A(u) with a positive reduced cost). Measured on circles (d = 10, 540 triplets) to a 1e-7
-#: certified gap (LPs with 1 / 3 / 5 columns): iris 60 / 56 / 57, wine 108 / 66 / 66, circles
-#: 354 / 130 / 85 (13 s / 6.6 s / 4.7 s).
+#: certified gap (LPs with 1 / 3 / 5 columns, alpha = 0.7, the former cold scipy LP): iris
+#: 60 / 56 / 57, wine 108 / 66 / 66, circles 354 / 130 / 85 (13 s / 6.6 s / 4.7 s).
 CG_COLUMNS = 5
 
 #: Column generation drops a column that has had zero weight in this many consecutive LPs: the
@@ -205,6 +220,19 @@ class TripletGeometry:
         terms summed into :math:`\hat A(u)`, the unit of its round-off (scales with the data squared)."""
         return float(np.abs(u) @ self._sizes)
 
+    def column_bound(self) -> float:
+        r""":math:`\max_r (\|x_i - x_j\|^2 + \|x_i - x_k\|^2) \ge |H_{rj}|` for every unit column
+        :math:`v_j`: the size of the master LP's entries (:class:`MasterLP`)."""
+        return float(np.max(self._sizes))
+
+    def eig_method(self, eig: str = "auto") -> str:
+        """The eigen-solver ``eig`` resolves to: ``"auto"`` is dense up to ``DENSE_EIG_MAX_D``."""
+        if eig not in ("auto", "dense", "lanczos"):
+            raise ValueError(f"eig must be 'auto', 'dense' or 'lanczos'; got {eig!r}")
+        if eig == "auto":
+            return "dense" if self.d <= DENSE_EIG_MAX_D else "lanczos"
+        return eig
+
     def data_scale(self) -> float:
         r"""The data's squared scale as a power of 4: :math:`c^2 = 4^k` nearest (in log) to the mean
         squared length of the triplets' difference vectors. Dividing the data by :math:`c = 2^k` is
@@ -216,14 +244,15 @@ class TripletGeometry:
         return ROUNDOFF_ULPS_PER_TERM * (self.m + self.d) * np.finfo(np.float64).eps * self.weight_scale(u)
 
     def lambda_max_upper(self, u: np.ndarray, *, eig: str = "auto", v0: np.ndarray | None = None,
-                         n_vectors: int = 1) -> tuple[float, np.ndarray]:
+                         n_vectors: int = 1, A: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         r"""A certified upper bound on :math:`\lambda_{\max}(\hat A(u))` and the top eigenvector(s).
 
         The computed eigenvalue plus the eigen-solver's residual (Lanczos) plus the round-off
         allowance :meth:`roundoff`. Returns the bound and the ``n_vectors``
-        leading unit eigenvectors, shape (d, n_vectors).
+        leading unit eigenvectors, shape (d, n_vectors). ``A``: :math:`\hat A(u)` if already formed
+        (dense path).
         """
-        lam, V, resid = self.top_eigenpair(u, eig=eig, v0=v0, n_vectors=min(int(n_vectors), self.d))
+        lam, V, resid = self.top_eigenpair(u, eig=eig, v0=v0, n_vectors=min(int(n_vectors), self.d), A=A)
         return float(lam[0]) + resid + self.roundoff(u), V
 
     # ----------------------------------------------------------------- margins and columns
@@ -258,7 +287,7 @@ class TripletGeometry:
                               dtype=np.float64)
 
     def top_eigenpair(self, u: np.ndarray, *, eig: str = "auto", v0: np.ndarray | None = None,
-                      n_vectors: int = 1) -> tuple[np.ndarray, np.ndarray, float]:
+                      n_vectors: int = 1, A: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, float]:
         r"""Largest eigenvalue(s) and eigenvector(s) of :math:`\hat A(u)` (the base learner, eq. 18).
 
         Parameters
@@ -272,6 +301,9 @@ class TripletGeometry:
             Lanczos starting vector (e.g. the previous eigenvector).
         n_vectors : int
             Number of leading eigenpairs (scipy's ``k``).
+        A : ndarray, shape (d, d), optional
+            :math:`\hat A(u)` if the caller has formed it (used by the dense path instead of
+            :meth:`weighted_sum`).
 
         Returns
         -------
@@ -283,16 +315,12 @@ class TripletGeometry:
             :math:`\max_i \|\hat A v_i - \lambda_i v_i\|`: a bound on how far ``lam[0]`` can be from an
             eigenvalue (0 up to round-off for the dense path).
         """
-        if eig not in ("auto", "dense", "lanczos"):
-            raise ValueError(f"eig must be 'auto', 'dense' or 'lanczos'; got {eig!r}")
         k = int(n_vectors)
-        path = eig
-        if path == "auto":
-            path = "dense" if self.d <= DENSE_EIG_MAX_D else "lanczos"
+        path = self.eig_method(eig)
         if path == "lanczos" and k >= self.d - 1:
             path = "dense"  # ARPACK needs k < d - 1
         if path == "dense":
-            lam, V = np.linalg.eigh(self.weighted_sum(u))
+            lam, V = np.linalg.eigh(self.weighted_sum(u) if A is None else A)
             lam, V = lam[::-1][:k].copy(), V[:, ::-1][:, :k].copy()
             return lam, V, 0.0
         from scipy.sparse.linalg import eigsh
@@ -383,24 +411,47 @@ def loss_weights(loss: str, rho: np.ndarray) -> np.ndarray:
 def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.ndarray:
     r"""Euclidean projection onto :math:`\{u : 0 \le u \le \text{cap}, 1^\top u = \text{total}\}`.
 
-    Bisection on the shift :math:`\tau` of :math:`u = \mathrm{clip}(z - \tau, 0, \text{cap})` (monotone in
-    :math:`\tau`), to machine precision. Needs :math:`\text{cap} \cdot n \ge \text{total}`.
+    The projection is :math:`u = \mathrm{clip}(z - \tau, 0, \text{cap})` with the shift :math:`\tau`
+    solving :math:`f(\tau) = \sum_i \mathrm{clip}(z_i - \tau, 0, \text{cap}) = \text{total}`. The function f
+    is piecewise linear and non-increasing with breakpoints :math:`z_i` and :math:`z_i - \text{cap}`:
+    it is evaluated at all 2n breakpoints from sorted prefix sums (:math:`O(n \log n)`), and
+    :math:`\tau` is interpolated exactly on the segment that brackets ``total``. Needs
+    :math:`\text{cap} \cdot n \ge \text{total}`.
     """
     z = np.asarray(z, dtype=np.float64)
-    if cap * z.size < total * (1 - 1e-12):
+    n = z.size
+    if cap * n < total * (1 - 1e-12):
         raise ValueError(f"the capped simplex is empty: cap * n = {cap * z.size} < total = {total}")
-    lo, hi = float(z.min()) - cap - 1.0, float(z.max()) + 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        s = np.clip(z - mid, 0.0, cap).sum()
-        if s > total:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * max(1.0, abs(mid)):
-            break
-    u = np.clip(z - 0.5 * (lo + hi), 0.0, cap)
-    return u
+    if cap * n <= total:
+        return np.full(z.shape, cap)
+    zs = np.sort(z.reshape(-1))
+    tail = np.concatenate([np.cumsum(zs[::-1])[::-1], [0.0]])   # tail[k] = sum of zs[k:]
+
+    def f(tau):   # sum_i max(z_i - tau, 0) - max(z_i - cap - tau, 0), vectorised over tau
+        k1 = np.searchsorted(zs, tau, side="right")
+        k2 = np.searchsorted(zs, tau + cap, side="right")
+        return (tail[k1] - (n - k1) * tau) - (tail[k2] - (n - k2) * (tau + cap))
+
+    br = np.unique(np.concatenate([zs, zs - cap]))   # ascending, f non-increasing along it
+    fb = f(br)
+    j = int(np.searchsorted(-fb, -total, side="left"))   # first breakpoint with f <= total
+    if j == 0:
+        tau = br[0] - (total - fb[0]) / n   # left of every breakpoint f has slope -n
+    else:
+        lo, hi, flo, fhi = br[j - 1], br[j], fb[j - 1], fb[j]
+        tau = hi if flo == fhi else lo + (flo - total) * (hi - lo) / (flo - fhi)
+    return np.clip(z - tau, 0.0, cap)
+
+
+def project_spectraplex(X: np.ndarray) -> np.ndarray:
+    r"""Projection of a symmetric X onto :math:`\{X \succeq 0, \mathrm{tr}X = 1\}` (its eigenvalues
+    projected onto the simplex, :func:`project_capped_simplex` with cap 1)."""
+    X = np.asarray(X, dtype=np.float64)
+    lam, V = np.linalg.eigh(0.5 * (X + X.T))
+    lam = project_capped_simplex(lam, 1.0)
+    P = (V * lam) @ V.T
+    P = 0.5 * (P + P.T)
+    return P / np.trace(P)
 
 
 def power_of_two(x: float, *, even: bool = False) -> float:
@@ -416,16 +467,117 @@ def power_of_two(x: float, *, even: bool = False) -> float:
     return float(2.0 ** k)
 
 
+class MasterLP:
+    r"""The restricted master LP of the hinge problem (eq. 7) in dual form, held by one HiGHS
+    instance (``highspy``) that is warm started from its last basis.
+
+    Notes
+    -----
+    The program (one row per column :math:`v_j`, :math:`h_j = H_{:, j}`):
+
+    .. math:: \min_{u, \pi}\ \pi \quad\text{s.t.}\quad h_j^\top u / s \le \pi / s\ (j = 1..J),\quad
+              1^\top u = 1,\quad 0 \le u \le \text{cap},
+
+    with :math:`s` a fixed power of two (``scale``) of the size of H, so that HiGHS's absolute
+    tolerances act on numbers of order one (the LP is positively homogeneous in H: same u and
+    w, value times s; without it an H of size 1e-8 is solved to no digit). The primal weights
+    :math:`w_j \ge 0`, :math:`1^\top w = 1` are the multipliers of the J column rows.
+
+    Adding columns adds rows: the previous optimal basis stays dual feasible, so HiGHS's dual
+    simplex restarts from it (``warm=True``; measured 3-10x fewer simplex iterations and time
+    than a cold solve on the default instances). ``warm=False`` discards the basis before
+    every solve (a cold solve of the same LP: the reference the warm path is tested against).
+    Dropping columns deletes their rows.
+
+    Parameters
+    ----------
+    m : int
+        Number of triplets (LP variables :math:`u`).
+    cap : float
+        The cap :math:`\nu` on the dual weights (cap = 1: the plain simplex).
+    scale : float
+        :math:`s`, a power of two (e.g. ``power_of_two(max|H|)``).
+    warm : bool
+        Restart every solve from the last basis (default) or from scratch.
+    """
+
+    def __init__(self, m: int, cap: float, scale: float, *, warm: bool = True):
+        self.m, self.cap, self.scale, self.warm = int(m), float(cap), float(scale), bool(warm)
+        self.n_columns = 0
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")   # a warm restart cannot use a presolved model
+        # the rows are scaled by s already; HiGHS's own scaling of every (re)solve costs more than
+        # it saves (measured on circles: 0.48 s -> 0.37 s of LP time over 100 LPs)
+        h.setOptionValue("simplex_scale_strategy", 0)
+        for key, val in LP_OPTIONS.items():
+            h.setOptionValue(key, val)
+        inf = highspy.kHighsInf
+        lower = np.zeros(self.m + 1)
+        upper = np.full(self.m + 1, self.cap)
+        lower[-1], upper[-1] = -inf, inf
+        cost = np.zeros(self.m + 1)
+        cost[-1] = 1.0
+        none = np.zeros(0, dtype=np.int32)
+        h.addCols(self.m + 1, cost, lower, upper, 0, none, none, np.zeros(0))
+        h.addRows(1, np.ones(1), np.ones(1), self.m, np.zeros(1, dtype=np.int32),
+                  np.arange(self.m, dtype=np.int32), np.ones(self.m))
+        self._h, self._inf, self._model_status = h, inf, highspy.HighsModelStatus
+
+    def add_columns(self, H: np.ndarray) -> None:
+        """Append columns ``H`` (shape (m, k)) as k rows :math:`h_j^\\top u / s - \\pi \\le 0`."""
+        H = np.asarray(H, dtype=np.float64)
+        k = H.shape[1]
+        if H.shape[0] != self.m or k == 0:
+            return
+        rows = np.hstack([H.T / self.scale, -np.ones((k, 1))])
+        starts = np.arange(k, dtype=np.int32) * (self.m + 1)
+        index = np.tile(np.arange(self.m + 1, dtype=np.int32), k)
+        self._h.addRows(k, np.full(k, -self._inf), np.zeros(k), rows.size, starts, index, rows.reshape(-1))
+        self.n_columns += k
+
+    @property
+    def size(self) -> int:
+        """Nonzeros of the LP: (m + 1) per column row, plus the simplex row."""
+        return (self.m + 1) * self.n_columns + self.m
+
+    def keep_columns(self, keep: np.ndarray) -> None:
+        """Delete the rows of the columns with ``keep[j] == False``."""
+        drop = np.flatnonzero(~np.asarray(keep, dtype=bool))
+        if drop.size:
+            self._h.deleteRows(int(drop.size), (drop + 1).astype(np.int32))
+            self.n_columns -= int(drop.size)
+
+    def solve(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """Solve; return ``(w, u, pi)`` as :func:`solve_restricted_lp`.
+
+        Raises
+        ------
+        RuntimeError
+            If HiGHS does not report an optimal solution or returns no primal weights.
+        """
+        if not self.warm:
+            self._h.clearSolver()
+        self._h.run()
+        status = self._h.getModelStatus()
+        if status != self._model_status.kOptimal:
+            raise RuntimeError(f"master LP: HiGHS ended with status {self._h.modelStatusToString(status)}")
+        sol = self._h.getSolution()
+        w = np.maximum(-np.asarray(sol.row_dual)[1:], 0.0)
+        if w.sum() <= 0:
+            raise RuntimeError("master LP: HiGHS returned no primal weights (all column multipliers are 0)")
+        u = project_capped_simplex(np.asarray(sol.col_value)[:self.m], self.cap)
+        return w / w.sum(), u, float(self._h.getInfo().objective_function_value) * self.scale
+
+
 def solve_restricted_lp(H: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarray, float]:
-    r"""The restricted master LP of the hinge problem (eq. 7) and its dual, by HiGHS.
+    r"""The restricted master LP of the hinge problem (eq. 7) and its dual, by HiGHS (one cold solve
+    of :class:`MasterLP` with :math:`s` the power of two nearest to :math:`\max|H|`).
 
     HiGHS solves the dual form :math:`\min_{u, \pi} \pi` s.t. :math:`H^\top u \le \pi 1`,
     :math:`1^\top u = 1`, :math:`0 \le u \le \text{cap}` (J + 1 rows instead of m: measured 10x
     faster than the primal form at m = 1600, J = 200); the primal weights :math:`w` are the
-    multipliers of the J column rows. HiGHS's feasibility tolerances are absolute (1e-7), so
-    the LP is solved for :math:`H / s` with :math:`s` the power of two nearest to
-    :math:`\max|H|` (the LP is positively homogeneous in H: the same u and w, the value times s);
-    without it an H of size 1e-8 (features * 1e-4) is solved to no digit.
+    multipliers of the J column rows.
 
     Parameters
     ----------
@@ -448,37 +600,70 @@ def solve_restricted_lp(H: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarr
     RuntimeError
         If HiGHS does not report an optimal solution.
     """
-    from scipy.optimize import linprog
+    H = np.asarray(H, dtype=np.float64)
+    lp = MasterLP(H.shape[0], cap, power_of_two(float(np.max(np.abs(H)))), warm=False)
+    lp.add_columns(H)
+    return lp.solve()
 
-    m, J = H.shape
-    s = power_of_two(float(np.max(np.abs(H))))
-    c = np.zeros(m + 1)
-    c[-1] = 1.0
-    A_ub = np.hstack([H.T / s, -np.ones((J, 1))])
-    A_eq = np.concatenate([np.ones(m), [0.0]])[None, :]
-    bounds = [(0.0, cap)] * m + [(None, None)]
-    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(J), A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs",
-                  options=LP_OPTIONS)
-    if res.status != 0:
-        raise RuntimeError(f"master LP: HiGHS ended with status {res.status} ({res.message})")
-    w = np.maximum(-res.ineqlin.marginals, 0.0)
-    if w.sum() <= 0:
-        raise RuntimeError("master LP: HiGHS returned no primal weights (all column multipliers are 0)")
-    w = w / w.sum()
-    u = project_capped_simplex(res.x[:m], cap)
-    return w, u, float(res.fun) * s
+
+def _line_search_weight(A_best: np.ndarray, A_u: np.ndarray) -> float:
+    r"""The :math:`\alpha \in [0, 1]` minimising :math:`\lambda_{\max}(\alpha \hat A(u_{\text{best}}) + (1 - \alpha)\hat A(u))`.
+
+    The function is convex in :math:`\alpha` (:math:`\hat A` is linear in u, :math:`\lambda_{\max}`
+    convex), so a grid refined around its best point converges to the minimiser: each of
+    ``LINE_SEARCH_ROUNDS`` rounds evaluates ``LINE_SEARCH_POINTS`` values in one batched
+    ``eigvalsh`` and keeps the two cells around the best (resolution :math:`(2/10)^{3}/2`).
+    """
+    lo, hi = 0.0, 1.0
+    best = 1.0
+    for _ in range(LINE_SEARCH_ROUNDS):
+        alphas = np.linspace(lo, hi, LINE_SEARCH_POINTS)
+        lam = np.linalg.eigvalsh(alphas[:, None, None] * A_best + (1.0 - alphas)[:, None, None] * A_u)[:, -1]
+        i = int(np.argmin(lam))
+        best = float(alphas[i])
+        step = alphas[1] - alphas[0]
+        lo, hi = max(0.0, best - step), min(1.0, best + step)
+    return best
+
+
+def _stabilization(smoothing, d: int) -> float | None:
+    """The fixed smoothing weight, or None for the line search (see :func:`lambda_max_column_generation`)."""
+    if smoothing == "auto":
+        return None if d <= LINE_SEARCH_MAX_D else SMOOTHING
+    if smoothing == "line-search":
+        return None
+    if isinstance(smoothing, str):
+        raise ValueError(f"smoothing must be 'auto', 'line-search' or a number in [0, 1); got {smoothing!r}")
+    alpha = float(smoothing)
+    if not (0.0 <= alpha < 1.0):
+        raise ValueError(f"smoothing must be in [0, 1) (0: the paper's plain rule); got {smoothing}")
+    return alpha
+
+
+def column_point(V: np.ndarray, w: np.ndarray) -> np.ndarray:
+    r""":math:`X = \sum_j w_j v_j v_j^\top`, normalised to trace one (PSD): the point of column weights
+    ``w`` (shape (J,)) on unit columns ``V`` (shape (d, J))."""
+    keep = w > 0
+    X = (V[:, keep] * w[keep]) @ V[:, keep].T
+    X = 0.5 * (X + X.T)
+    return X / np.trace(X)
 
 
 @dataclass(eq=False)
 class ColumnGeneration:
-    r"""State of :func:`lambda_max_column_generation`.
+    r"""State of the column generation of :func:`lambda_max_column_generation`, one
+    :meth:`step` per master LP.
 
     Attributes
     ----------
+    geom : TripletGeometry
+    cap : float
     cols : ndarray, shape (d, J)
-        Unit columns :math:`v_j` (the last one may have been priced after the last LP).
+        Unit columns :math:`v_j` (the last ones may have been priced after the last LP).
     H : ndarray, shape (m, J)
         :math:`H_{rj} = \langle A_r, v_j v_j^\top\rangle`.
+    lp : MasterLP
+        The master LP over the columns (its rows follow ``cols``).
     w, u, pi
         The last LP's column weights (over the first ``w.size`` columns), dual weights and value.
     u_best : ndarray, shape (m,)
@@ -486,18 +671,32 @@ class ColumnGeneration:
     lam_best : float
         That certified upper bound (:meth:`TripletGeometry.lambda_max_upper`).
     n_lp, n_mispriced : int
-        LPs solved, and smoothed pricings that gave no improving column.
+        LPs solved, and stabilized pricings that gave no improving column.
     history : list of float
         LP value per LP.
     reason : str
         ``"stop"`` (the caller's test held), ``"stalled"`` (no improving column at the LP's own
         dual point: the restricted LP is optimal up to round-off) or ``"max_iter"``.
+    eig : {"dense", "lanczos"}
+        The eigen-solver of the pricing step (resolved from ``"auto"``).
+    alpha : float or None
+        Wentges' fixed smoothing weight, or None for the line search (then ``A_best`` is
+        :math:`\hat A(u_{\text{best}})`, dense).
+    n_columns : int
     """
 
+    geom: TripletGeometry
+    cap: float
     cols: np.ndarray
     H: np.ndarray
+    lp: MasterLP
     u_best: np.ndarray
     lam_best: float
+    eig: str = "dense"
+    alpha: float | None = SMOOTHING
+    n_columns: int = CG_COLUMNS
+    A_best: np.ndarray | None = None
+    idle: np.ndarray | None = None
     w: np.ndarray | None = None
     u: np.ndarray | None = None
     pi: float = -np.inf
@@ -506,32 +705,100 @@ class ColumnGeneration:
     history: list = field(default_factory=list)
     reason: str = ""
 
+    @classmethod
+    def start(cls, geom: TripletGeometry, cap: float, *, smoothing: float | str = "auto", eig: str = "auto",
+              V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS, warm: bool = True) -> "ColumnGeneration":
+        """The state before the first LP: the top eigenvector at uniform u (and ``V0``) as columns."""
+        m = geom.m
+        path = geom.eig_method(eig)
+        alpha = _stabilization(smoothing, geom.d)
+        u0 = np.full(m, 1.0 / m)
+        lam, v = geom.lambda_max_upper(u0, eig=path)
+        cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
+        H = geom.columns(cols)
+        lp = MasterLP(m, cap, power_of_two(geom.column_bound()), warm=warm)
+        lp.add_columns(H)
+        return cls(geom=geom, cap=cap, cols=cols, H=H, lp=lp, u_best=u0, lam_best=lam, eig=path,
+                   alpha=alpha, n_columns=int(n_columns), A_best=geom.weighted_sum(u0) if alpha is None else None,
+                   idle=np.zeros(cols.shape[1], dtype=np.int64))
+
+    def offer_dual(self, u: np.ndarray, lam: float, A_u: np.ndarray | None = None) -> None:
+        r"""Take ``u`` as the stabilization center if its certified :math:`\lambda_{\max}` bound ``lam``
+        is the best seen (``A_u`` = :math:`\hat A(u)` if known)."""
+        if lam < self.lam_best:
+            self.lam_best, self.u_best = float(lam), u
+            if self.alpha is None:
+                self.A_best = self.geom.weighted_sum(u) if A_u is None else A_u
+
+    def step(self) -> bool:
+        """One master LP and one pricing round; returns whether improving columns were added."""
+        geom = self.geom
+        w, u, pi = self.lp.solve()
+        self.idle = np.where(w > 0, 0, self.idle + 1)
+        keep = self.idle <= PRUNE_IDLE_LPS
+        if not np.all(keep):   # the LP optimum keeps its columns, so pi cannot decrease
+            self.lp.keep_columns(keep)
+            self.cols, self.H, w, self.idle = self.cols[:, keep], self.H[:, keep], w[keep], self.idle[keep]
+        self.w, self.u, self.pi = w, u, pi
+        self.n_lp += 1
+        self.history.append(pi)
+        A_u = geom.weighted_sum(u) if self.alpha is None else None
+        alpha = _line_search_weight(self.A_best, A_u) if self.alpha is None else self.alpha
+        while True:
+            u_s = alpha * self.u_best + (1.0 - alpha) * u
+            A_s = None if A_u is None else alpha * self.A_best + (1.0 - alpha) * A_u
+            lam, V = geom.lambda_max_upper(u_s, eig=self.eig, v0=self.cols[:, int(np.argmax(w))],
+                                           n_vectors=self.n_columns, A=A_s)
+            self.offer_dual(u_s, lam, A_s)
+            h = geom.columns(V)
+            improving = h.T @ u - pi > geom.roundoff(u)
+            if np.any(improving) or alpha == 0.0:
+                break
+            alpha = 0.0  # mis-pricing: the stabilized point gave no improving column; price at u
+            self.n_mispriced += 1
+        if not np.any(improving):
+            return False
+        self.add_columns(V[:, improving], h[:, improving])
+        return True
+
+    def add_columns(self, V: np.ndarray, H: np.ndarray | None = None) -> None:
+        """Add unit columns ``V`` (shape (d, k); ``H`` = :meth:`TripletGeometry.columns` of them if known)."""
+        H = self.geom.columns(V) if H is None else H
+        self.lp.add_columns(H)
+        self.cols = np.column_stack([self.cols, V])
+        self.H = np.column_stack([self.H, H])
+        self.idle = np.append(self.idle, np.zeros(V.shape[1], dtype=np.int64))
+
+    def value(self) -> float:
+        r"""The paper's hinge value :math:`p(X)` of the last LP's point (its margins :math:`H w`)."""
+        return hinge_value(self.H[:, :self.w.size] @ self.w, self.cap)
+
     def point(self) -> np.ndarray:
         r""":math:`X = \sum_j w_j v_j v_j^\top` of the last LP (PSD, trace one)."""
-        cols = self.cols[:, :self.w.size]
-        keep = self.w > 0
-        X = (cols[:, keep] * self.w[keep]) @ cols[:, keep].T
-        X = 0.5 * (X + X.T)
-        return X / np.trace(X)
+        return column_point(self.cols[:, :self.w.size], self.w)
 
 
 def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max_lp: int,
-                                 smoothing: float = SMOOTHING, eig: str = "auto",
-                                 V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS) -> ColumnGeneration:
+                                 smoothing: float | str = "auto", eig: str = "auto",
+                                 V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS,
+                                 warm: bool = True) -> ColumnGeneration:
     r""":math:`\min_{u \in U_{\text{cap}}} \lambda_{\max}(\hat A(u))` by LP column generation (DESIGN §5.6).
 
     This is the dual of the hinge SDP (eq. 5) with :math:`\nu` = ``cap``, and with cap = 1 the
     best trace-one worst margin :math:`\lambda^* = \max_{\mathrm{tr}X = 1, X \succeq 0} \min_r \rho_r(X)`
     (the exponential-loss problem is bounded below iff :math:`\nu \ge \lambda^*`).
 
-    Each iteration solves the restricted LP over the columns (:func:`solve_restricted_lp`) and
-    prices a new column: the top eigenvector of :math:`\hat A(u_s)` at Wentges' smoothed point
-    :math:`u_s = \alpha u_{\text{best}} + (1 - \alpha) u` (plain column generation tails off: HiGHS
-    returns arbitrary vertices of degenerate dual faces and the pricing zig-zags); when the
-    column found there does not improve the LP (reduced cost within
-    :meth:`TripletGeometry.roundoff`) it prices at :math:`u` itself.
-    :math:`\lambda_{\max}(\hat A(u_{\text{best}}))` is an upper bound and the LP value a lower
-    bound on the minimum.
+    Each iteration solves the restricted LP over the columns (:class:`MasterLP`, warm started
+    from the previous basis) and prices new columns: the ``n_columns`` leading eigenvectors of
+    :math:`\hat A(u_s)` at a stabilized dual point :math:`u_s = \alpha u_{\text{best}} + (1 - \alpha) u`
+    (plain column generation tails off: HiGHS returns arbitrary vertices of degenerate dual faces
+    and the pricing zig-zags), of which those with a positive reduced cost at the LP's :math:`u`
+    (above :meth:`TripletGeometry.roundoff`) enter. :math:`\alpha` is Wentges' fixed weight, or
+    the exact line search :math:`\alpha = \arg\min_{[0, 1]} \lambda_{\max}(\hat A(u_s))` (a convex
+    function of :math:`\alpha`; small d only). When no column priced at :math:`u_s`
+    improves the LP, it prices at :math:`u` itself. Columns without weight for
+    ``PRUNE_IDLE_LPS`` LPs leave. :math:`\lambda_{\max}(\hat A(u_{\text{best}}))` is an upper bound
+    and the LP value a lower bound on the minimum.
 
     Parameters
     ----------
@@ -541,54 +808,30 @@ def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max
     stop : callable
         ``stop(state) -> bool``, called after every LP and pricing step.
     max_lp : int
-    smoothing : float in [0, 1)
+    smoothing : float in [0, 1), "line-search" or "auto"
+        The stabilization: Wentges' fixed :math:`\alpha` (0: none, the paper's plain rule), the
+        line search, or ``"auto"``: the line search up to d = ``LINE_SEARCH_MAX_D``, ``SMOOTHING`` above.
     eig : {"auto", "dense", "lanczos"}
     V0 : ndarray, shape (d, J0), optional
         Initial unit columns (e.g. a solver's), added to the top eigenvector at uniform u.
     n_columns : int
-        Leading eigenvectors priced per LP; those with a positive reduced cost (above round-off)
-        are added (1 is the paper's rule).
+        Leading eigenvectors priced per LP (1 is the paper's rule).
+    warm : bool
+        Warm start every LP from the previous basis (False: a cold solve each time, the same LPs).
 
     Returns
     -------
     ColumnGeneration
     """
-    m = geom.m
-    u0 = np.full(m, 1.0 / m)
-    lam, v = geom.lambda_max_upper(u0, eig=eig)
-    cols = v if V0 is None or V0.size == 0 else np.column_stack([V0, v])
-    st = ColumnGeneration(cols=cols, H=geom.columns(cols), u_best=u0, lam_best=lam)
-    idle = np.zeros(cols.shape[1], dtype=np.int64)   # LPs since each column last had weight
+    st = ColumnGeneration.start(geom, cap, smoothing=smoothing, eig=eig, V0=V0, n_columns=n_columns, warm=warm)
     for _ in range(max_lp):
-        w, u, pi = solve_restricted_lp(st.H, cap)
-        idle = np.where(w > 0, 0, idle + 1)
-        keep = idle <= PRUNE_IDLE_LPS
-        if not np.all(keep):   # the LP optimum keeps its columns, so pi cannot decrease
-            st.cols, st.H, w, idle = st.cols[:, keep], st.H[:, keep], w[keep], idle[keep]
-        st.w, st.u, st.pi = w, u, pi
-        st.n_lp += 1
-        st.history.append(pi)
-        alpha = smoothing
-        while True:
-            u_s = alpha * st.u_best + (1.0 - alpha) * u
-            lam, V = geom.lambda_max_upper(u_s, eig=eig, v0=st.cols[:, int(np.argmax(w))], n_vectors=n_columns)
-            if lam < st.lam_best:
-                st.lam_best, st.u_best = lam, u_s
-            h = geom.columns(V)
-            improving = h.T @ u - pi > geom.roundoff(u)
-            if improving[0] or alpha == 0.0:
-                break
-            alpha = 0.0  # mis-pricing: the smoothed point gave no improving column; price at u
-            st.n_mispriced += 1
+        added = st.step()
         if stop(st):
             st.reason = "stop"
             return st
-        if not np.any(improving):
+        if not added:
             st.reason = "stalled"
             return st
-        st.cols = np.column_stack([st.cols, V[:, improving]])
-        st.H = np.column_stack([st.H, h[:, improving]])
-        idle = np.append(idle, np.zeros(int(improving.sum()), dtype=np.int64))
     st.reason = "max_iter"
     return st
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from cvxmetric._checks import as_square_symmetric
 from cvxmetric.boostmetric import (BoostMetricCertifier, BoostMetricModel, boostmetric_model,
-                                   project_capped_simplex)
+                                   project_spectraplex)
 
 from .base import Formulation, Normalization, ReferenceSolution, symmetric_parameter
 from .hinge import svec_expr
@@ -140,13 +140,9 @@ def build_boostmetric_smooth(model: BoostMetricModel) -> Formulation:
 
 
 def project_trace_one(X) -> np.ndarray:
-    r"""Projection of a symmetric X onto :math:`\{X \succeq 0, \mathrm{tr}X = 1\}` (eigenvalues onto the simplex)."""
-    X = np.asarray(X, dtype=np.float64)
-    lam, V = np.linalg.eigh(0.5 * (X + X.T))
-    lam = project_capped_simplex(lam, 1.0)
-    P = (V * lam) @ V.T
-    P = 0.5 * (P + P.T)
-    return P / np.trace(P)
+    r"""Projection of a symmetric X onto :math:`\{X \succeq 0, \mathrm{tr}X = 1\}`
+    (:func:`cvxmetric.boostmetric.project_spectraplex`)."""
+    return project_spectraplex(X)
 
 
 def _margin_duals(model: BoostMetricModel, solution: ReferenceSolution) -> np.ndarray:

@@ -59,9 +59,9 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
         ``"totally_corrective"`` for exp and logistic (``"stagewise"``: the paper's algorithm 3).
         A method that does not apply to the loss is a ValueError.
     **options
-        Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``; column generation also
-        ``smoothing``, totally corrective ``n_columns`` and the ``lbfgs_*`` settings). An option the
-        method does not read is a ValueError.
+        Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``, ``n_columns``; column
+        generation also ``smoothing``, ``slack`` and ``warm``, totally corrective the ``lbfgs_*``
+        settings). An option the method does not read is a ValueError.
 
     Returns
     -------

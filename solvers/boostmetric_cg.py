@@ -9,49 +9,91 @@ with unit :math:`v_j`, :math:`w \ge 0`, :math:`1^\top w = 1`, which gives the re
 
 :math:`H_{rj} = \langle A_r, v_j v_j^\top\rangle`, and its dual
 :math:`\min_{u, \pi} \pi` s.t. :math:`H^\top u \le \pi 1`, :math:`1^\top u = 1`, :math:`0 \le u \le \nu`.
-The project minimises, so ``objective`` is :math:`-p(X)` (the negative of the paper's value).
+The SDP's dual is :math:`\min_{u \in U_\nu, \pi} \pi` s.t. :math:`S = \pi I - \hat A(u) \succeq 0`,
+:math:`\hat A(u) = \sum_r u_r A_r`. The project minimises, so ``objective`` is :math:`-p(X)`.
 
-Algorithm
----------
-:func:`cvxmetric.boostmetric.lambda_max_column_generation` with cap :math:`\nu` (master LP by HiGHS
-on a power-of-two rescaled H; pricing = top eigenvector of :math:`\hat A(u) = \sum_r u_r A_r`,
-matrix-free for large d; Wentges' dual smoothing), run on the problem with the data divided by
-a power of two (:meth:`cvxmetric.boostmetric.BoostMetricModel.normalized`, exact), so that every
-internal number is of order one whatever the feature scale.
+Algorithm: column generation from both sides
+--------------------------------------------
+* **Columns of X** (the paper's; :class:`cvxmetric.boostmetric.ColumnGeneration`): the master LP
+  above, warm-started HiGHS (:class:`cvxmetric.boostmetric.MasterLP`), priced by the
+  ``n_columns`` leading eigenvectors of :math:`\hat A(u_s)` at a stabilized dual point (line
+  search on Wentges' weight). Its LP value is a *lower* bound on :math:`p^*` (an inner
+  approximation of the spectraplex): good when :math:`X^*` has low rank.
+* **Columns of the dual slack S** (:class:`SlackColumnGeneration`, small d only): the same SDP
+  dual with :math:`S` restricted to the cone of the slack columns,
+  :math:`S = \sum_k \mu_k s_k s_k^\top`, :math:`\mu \ge 0`,
+
+  .. math:: \min_{u \in U_\nu, \pi, \mu \ge 0}\ \pi \quad\text{s.t.}\quad
+            \hat A(u) - \pi I + \sum_k \mu_k s_k s_k^\top = 0 ,
+
+  an LP with :math:`d(d+1)/2 + 1` rows. Its :math:`u` is dual feasible with
+  :math:`\lambda_{\max}(\hat A(u)) \le \pi`, and the multiplier of its equality rows is a trace-one
+  :math:`X` with :math:`s_k^\top X s_k \ge 0` (an outer approximation of the PSD cone); the
+  eigenvectors of :math:`X`'s negative eigenvalues are the new slack columns. Good when the null
+  space of :math:`X^*` is small (:math:`X^*` of high rank), where rank-one columns of X need
+  many rounds (measured on circles, :math:`X^*` of rank 8 in d = 10: 99 LPs against 24).
+
+A scheduler runs the side that has shrunk the certified gap most per unit of LP work (each side
+first gets ``SCHEDULE_PROBE`` steps, and the slower side a step now and then, see :class:`_Scheduler`). Both sides feed one incumbent: the best feasible point (the X-side
+LP's :math:`X`, or the slack side's :math:`X` projected onto the spectraplex) and the best certified
+dual point (which also becomes the X side's stabilization center). The data are first divided by
+a power of two (:meth:`cvxmetric.boostmetric.BoostMetricModel.normalized`, exact), so that
+every internal number is of order one whatever the feature scale.
 
 Certificate and stopping test (one and the same)
 ------------------------------------------------
 Any :math:`u \in U_\nu = \{1^\top u = 1, 0 \le u \le \nu\}` gives :math:`p^* \le \lambda_{\max}(\hat A(u))`
-(:class:`cvxmetric.boostmetric.BoostMetricCertifier`: the SDP dual is
-:math:`\min \pi` s.t. :math:`\hat A(u) \preceq \pi I`). With :math:`\bar u` the dual point of smallest
-certified :math:`\lambda_{\max}` seen and :math:`X` the LP's point, the minimisation-form interval is
-:math:`[-\lambda_{\max}(\hat A(\bar u)), -p(X)]` and the loop stops as soon as its relative width
-:func:`cvxmetric.certificates.relative_gap` is at most ``tol``: converged means certified, the
-test is invariant under every scaling of the data, and there is no absolute floor
-(the former test ``tol * max(1, |pi|)`` turned absolute when :math:`|p^*| \ll 1`: 198 % off on
-features * 1e-4). The loop also stops when pricing finds no column whose reduced cost exceeds
-round-off (``stalled``) or after ``max_iter`` LPs; the result is then converged only if its
-certified gap is within ``tol`` anyway.
+(:class:`cvxmetric.boostmetric.BoostMetricCertifier`). With :math:`\bar u` the dual point of smallest
+certified :math:`\lambda_{\max}` seen and :math:`X` the best feasible point, the minimisation-form
+interval is :math:`[-\lambda_{\max}(\hat A(\bar u)), -p(X)]` and the loop stops as soon as its
+relative width :func:`cvxmetric.certificates.relative_gap` is at most ``tol``: converged means
+certified, the test is invariant under every scaling of the data, and there is no absolute floor.
+The loop also stops when neither side finds a new column (``stalled``) or after ``max_iter``
+LPs; the result is then converged only if its certified gap is within ``tol`` anyway.
 """
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass, field
 
+import highspy
 import numpy as np
 
-from cvxmetric._checks import check_int_in_range, check_nonnegative, check_positive
-from cvxmetric.boostmetric import (SMOOTHING, BoostMetricCertifier, boostmetric_model, hinge_value,
-                                   lambda_max_column_generation, solve_restricted_lp)
+from cvxmetric._checks import check_int_in_range, check_positive
+from cvxmetric.boostmetric import (CG_COLUMNS, LP_OPTIONS, SMOOTHING, BoostMetricCertifier, ColumnGeneration,
+                                   TripletGeometry, boostmetric_model, column_point, hinge_value, power_of_two,
+                                   project_capped_simplex, project_spectraplex, solve_restricted_lp)
 from cvxmetric.certificates import relative_gap
+from cvxmetric.linalg import svec, svec_outer
 
 from .result import SolverResult, make_result
 
-__all__ = ["boostmetric_hinge_cg", "solve_master_lp", "DEFAULT_TOL", "SMOOTHING"]
+__all__ = ["boostmetric_hinge_cg", "solve_master_lp", "SlackColumnGeneration", "DEFAULT_TOL", "SMOOTHING",
+           "SLACK_MAX_D"]
 
-#: Certified relative gap the loop stops at. Measured: reached in 40-340 LPs on the default
+#: Certified relative gap the loop stops at. Measured: reached in 20-100 LPs on the default
 #: instances (HiGHS's round-off on H stalls the gap near 1e-9 relative), 10x below the 1e-6 the
 #: harness asks for.
 DEFAULT_TOL = 1e-7
+
+#: ``slack="auto"`` runs the slack side up to this dimension: its LP has d(d+1)/2 + 1 rows and
+#: its slack columns are d x d eigenvectors (528 rows at d = 32, as many as the triplets of the
+#: default instances).
+SLACK_MAX_D = 32
+
+#: Scheduler: steps each side gets before the scheduler compares them ...
+SCHEDULE_PROBE = 2
+#: ... and the slower side gets one step after this many steps in a row of the faster one (its
+#: last measured rate may be stale; doubled each time the slower side stays slower).
+SCHEDULE_REFRESH = 5
+
+#: A slack column is added for every eigenvalue of the slack LP's X below
+#: -SLACK_NEGATIVE_RTOL * max|eig(X)| (round-off of the LP's multipliers is not a violation).
+SLACK_NEGATIVE_RTOL = 1e-12
+
+#: HiGHS's ``simplex_strategy`` value of the primal simplex.
+HIGHS_PRIMAL_SIMPLEX = 4
 
 
 def solve_master_lp(H: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -59,9 +101,199 @@ def solve_master_lp(H: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, f
     return solve_restricted_lp(H, nu)
 
 
+def _diagonally_dominant_generators(d: int) -> np.ndarray:
+    r"""Unit vectors :math:`e_i` and :math:`(e_i \pm e_j)/\sqrt 2` (i < j), shape (d, d^2): their outer
+    products generate the cone of diagonally dominant matrices."""
+    i, j = np.triu_indices(d, 1)
+    plus = np.zeros((d, i.size))
+    plus[i, np.arange(i.size)] = plus[j, np.arange(i.size)] = np.sqrt(0.5)
+    minus = plus.copy()
+    minus[j, np.arange(i.size)] = -np.sqrt(0.5)
+    return np.hstack([np.eye(d), plus, minus])
+
+
+def _pairs(V: np.ndarray) -> np.ndarray:
+    r"""The columns :math:`v_i` of V and :math:`(v_i \pm v_j)/\sqrt 2` (i < j): with the eigenvectors of
+    X's negative eigenvalues, slack columns that also cut the 2 x 2 blocks of the violated
+    subspace (measured: circles 25 -> 19 slack LPs, iris 28 -> 20)."""
+    k = V.shape[1]
+    if k < 2:
+        return V
+    i, j = np.triu_indices(k, 1)
+    return np.hstack([V, (V[:, i] + V[:, j]) * np.sqrt(0.5), (V[:, i] - V[:, j]) * np.sqrt(0.5)])
+
+
+def _symmetric_from_svec(x: np.ndarray, d: int) -> np.ndarray:
+    """The symmetric matrix whose upper triangle (row-major, :func:`cvxmetric.linalg.svec`) is ``x``."""
+    M = np.zeros((d, d))
+    M[np.triu_indices(d)] = x
+    return M + np.triu(M, 1).T
+
+
+class SlackColumnGeneration:
+    r"""Column generation of the dual slack :math:`S = \pi I - \hat A(u)` (see the module docstring).
+
+    The LP, held by one warm-started HiGHS instance (new slack columns are new LP columns: the
+    last basis stays primal feasible):
+
+    .. math:: \min_{u, \pi, \mu}\ \pi \quad\text{s.t.}\quad \mathrm{svec}\big(\hat A(u) - \pi I
+              + \textstyle\sum_k \mu_k s_k s_k^\top\big) / s = 0,\quad 1^\top u = 1,\quad
+              0 \le u \le \nu,\quad \mu \ge 0,
+
+    with :math:`\mathrm{svec}` the upper triangle of :func:`cvxmetric.linalg.svec` (the coefficients
+    are :func:`cvxmetric.linalg.svec_outer` rows, so that the multiplier vector of the equality
+    rows is :math:`\mathrm{svec}(X)`) and :math:`s` a power of two of the entries' size. The first
+    slack columns are :math:`e_i` and :math:`(e_i \pm e_j)/\sqrt 2`, whose cone is the diagonally
+    dominant matrices: the LP is then feasible and bounded (:math:`X_{ii} \ge 0`,
+    :math:`2|X_{ij}| \le X_{ii} + X_{jj}`, :math:`\mathrm{tr}X = 1`); with the unit vectors alone
+    the off-diagonal entries of X are free and the LP unbounded.
+
+    Parameters
+    ----------
+    geom : TripletGeometry
+    cap : float
+        :math:`\nu`.
+    """
+
+    def __init__(self, geom: TripletGeometry, cap: float):
+        m, d = geom.m, geom.d
+        A = -geom.geometry.svec_matrix()          # rho_r(X) = A[r] @ svec(X)
+        self.geom, self.cap, self.m, self.d = geom, float(cap), m, d
+        self.n_x = A.shape[1]
+        self.scale = power_of_two(geom.column_bound())
+        self.n_lp = 0
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("simplex_scale_strategy", 0)
+        for key, val in LP_OPTIONS.items():
+            h.setOptionValue(key, val)
+        rhs = np.zeros(self.n_x + 1)
+        rhs[-1] = 1.0
+        none = np.zeros(0, dtype=np.int32)
+        h.addRows(self.n_x + 1, rhs, rhs, 0, none, none, np.zeros(0))
+        self._h, self._inf = h, highspy.kHighsInf
+        self._model_status = highspy.HighsModelStatus
+        self._add_columns(np.vstack([A.T / self.scale, np.ones((1, m))]), np.zeros(m), np.zeros(m),
+                          np.full(m, self.cap))                                       # u
+        self._add_columns(np.append(-svec(np.eye(d)) / self.scale, 0.0)[:, None], np.ones(1),
+                          np.full(1, -self._inf), np.full(1, self._inf))              # pi
+        self.add_slack_columns(_diagonally_dominant_generators(d))
+
+    def _add_columns(self, C: np.ndarray, cost, lower, upper) -> None:
+        k = C.shape[1]
+        nz = C != 0.0
+        counts = nz.sum(axis=0)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
+        index = np.nonzero(nz.T)[1].astype(np.int32)          # row indices, column by column
+        values = C.T[nz.T]
+        self._h.addCols(k, np.asarray(cost, float), np.asarray(lower, float), np.asarray(upper, float),
+                        int(values.size), starts, index, values)
+
+    def add_slack_columns(self, S: np.ndarray) -> None:
+        r"""Slack columns :math:`\mu_k \ge 0` for the unit vectors :math:`s_k` (columns of S, shape (d, k))."""
+        k = S.shape[1]
+        self._add_columns(np.vstack([svec_outer(S.T).T / self.scale, np.zeros((1, k))]), np.zeros(k),
+                          np.zeros(k), np.full(k, self._inf))
+
+    def step(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        r"""Solve the LP and add the slack columns it violates.
+
+        Returns
+        -------
+        u : ndarray, shape (m,)
+            The LP's dual weights, projected onto :math:`U_\nu` (certify with
+            :meth:`TripletGeometry.lambda_max_upper`).
+        X : ndarray, shape (d, d)
+            The multiplier of the equality rows (symmetric, trace one, not necessarily PSD).
+        added : bool
+            Whether X had a negative eigenvalue (new slack columns were added).
+
+        Raises
+        ------
+        RuntimeError
+            If HiGHS does not report an optimal solution.
+        """
+        self._h.run()
+        status = self._h.getModelStatus()
+        if status != self._model_status.kOptimal:
+            raise RuntimeError(f"slack LP: HiGHS ended with status {self._h.modelStatusToString(status)}")
+        self.n_lp += 1
+        if self.n_lp == 1:
+            # new slack columns keep the optimal basis primal feasible: re-solve by primal simplex
+            # from it (the cold first solve is faster by HiGHS's default dual simplex). Measured on
+            # circles: 1.8 ms against 2.2 ms per re-solve, 0.08 s against 0.10-0.13 s in all.
+            self._h.setOptionValue("simplex_strategy", HIGHS_PRIMAL_SIMPLEX)
+        sol = self._h.getSolution()
+        u = project_capped_simplex(np.asarray(sol.col_value)[:self.m], self.cap)
+        # stationarity in pi: 1 + svec(I) . y / s = 0, so X = -smat(y / s) has trace one
+        X = -_symmetric_from_svec(np.asarray(sol.row_dual)[:self.n_x] / self.scale, self.d)
+        lam, V = np.linalg.eigh(X)
+        negative = lam < -SLACK_NEGATIVE_RTOL * np.max(np.abs(lam))
+        if np.any(negative):
+            self.add_slack_columns(_pairs(V[:, negative]))
+        return u, X, bool(np.any(negative))
+
+    @property
+    def size(self) -> int:
+        """Nonzeros of the LP (the scheduler's measure of a step's work)."""
+        return self.n_x * self._h.getNumCol() + self.m
+
+
+@dataclass
+class _Scheduler:
+    """Which side runs next: the one that has shrunk log(gap) most per unit of LP work (the
+    nonzeros of its LP per step: deterministic, unlike a clock, and proportional to HiGHS's cost
+    per solve at these sizes).
+
+    Each side first gets ``SCHEDULE_PROBE`` steps. Afterwards the slower side gets one step
+    after ``patience`` steps of the faster one (its rate may be stale); ``patience`` starts at
+    ``SCHEDULE_REFRESH`` and doubles every time such a step does not make that side the faster.
+    """
+
+    sides: list
+    rate: dict = field(default_factory=dict)
+    drop: dict = field(default_factory=dict)
+    work: dict = field(default_factory=dict)
+    steps: dict = field(default_factory=dict)
+    run_length: int = 0
+    last: str | None = None
+    patience: int = SCHEDULE_REFRESH
+
+    def _fastest(self) -> str:
+        return max(self.sides, key=lambda s: self.rate.get(s, 0.0))
+
+    def next(self) -> str:
+        for side in self.sides:
+            if self.steps.get(side, 0) < SCHEDULE_PROBE:
+                return side
+        best = self._fastest()
+        if len(self.sides) > 1 and best == self.last and self.run_length >= self.patience:
+            return next(s for s in self.sides if s != best)
+        return best
+
+    def record(self, side: str, gap_before: float, gap_after: float, work: float) -> None:
+        refresh = len(self.sides) > 1 and self.last is not None and side != self.last \
+            and all(self.steps.get(s, 0) >= SCHEDULE_PROBE for s in self.sides)
+        drop = math.log(gap_before / gap_after) if 0 < gap_after < gap_before < math.inf else 0.0
+        self.drop[side] = self.drop.get(side, 0.0) + drop
+        self.work[side] = self.work.get(side, 0.0) + work
+        self.rate[side] = self.drop[side] / max(self.work[side], 1.0)
+        self.steps[side] = self.steps.get(side, 0) + 1
+        if refresh and self._fastest() != side:
+            self.patience *= 2
+        self.run_length = self.run_length + 1 if side == self.last else 1
+        self.last = side
+
+    def retire(self, side: str) -> None:
+        if side in self.sides:
+            self.sides.remove(side)
+
+
 def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, max_iter: int = 1000,
-                         eig: str = "auto", smoothing: float = SMOOTHING) -> SolverResult:
-    r"""Solve the BoostMetric hinge SDP (eq. 5) by LP column generation (see the module docstring).
+                         eig: str = "auto", smoothing: float | str = "auto", n_columns: int = CG_COLUMNS,
+                         slack: bool | str = "auto", warm: bool = True) -> SolverResult:
+    r"""Solve the BoostMetric hinge SDP (eq. 5) by column generation (see the module docstring).
 
     Parameters
     ----------
@@ -73,42 +305,85 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
     tol : float
         Certified relative gap to reach (``converged`` iff the returned point's gap is within it).
     max_iter : int
-        Maximum number of master LP solves.
+        Maximum number of LP solves (both sides together).
     eig : {"auto", "dense", "lanczos"}
         Eigen-solver of the pricing step (see :meth:`cvxmetric.boostmetric.TripletGeometry.top_eigenpair`).
-    smoothing : float in [0, 1)
-        Wentges' dual smoothing :math:`\alpha`; 0 is the paper's plain column generation.
+    smoothing : float in [0, 1), "line-search" or "auto"
+        The dual stabilization of the X side (see
+        :func:`cvxmetric.boostmetric.lambda_max_column_generation`): Wentges' fixed :math:`\alpha`
+        (0: none), the exact line search on :math:`\alpha`, or ``"auto"`` (the line search up to
+        d = ``LINE_SEARCH_MAX_D``, :math:`\alpha` = ``SMOOTHING`` above).
+    n_columns : int
+        Leading eigenvectors priced per round on the X side.
+    slack : bool or "auto"
+        Run the slack side too (``"auto"``: when d <= ``SLACK_MAX_D``). ``n_columns=1,
+        smoothing=0, slack=False`` is the paper's plain rule (one column per round, the most
+        violated eigenvector, no stabilization).
+    warm : bool
+        Warm start each X-side master LP from the previous basis (False: cold solves).
 
     Returns
     -------
     SolverResult
-        ``M`` = :math:`X` (PSD, trace 1), ``w`` = column weights, ``objective`` = :math:`-p(X)`,
-        ``measure`` = ``"certified_gap"``, ``lower_bound`` = :math:`-\lambda_{\max}(\hat A(\bar u))`
-        (certified), ``multipliers`` = :math:`\bar u`, ``history`` = LP value :math:`\pi` per LP
-        (paper's sign); ``info``: ``columns`` (d, J), ``n_columns``, ``n_mispriced``, ``certificate``
-        (how the bound was obtained).
+        ``M`` = :math:`X` (PSD, trace 1), ``w`` = column weights of the X side's last LP,
+        ``objective`` = :math:`-p(X)`, ``measure`` = ``"certified_gap"``, ``lower_bound`` =
+        :math:`-\lambda_{\max}(\hat A(\bar u))` (certified), ``multipliers`` = :math:`\bar u`,
+        ``history`` = the X side's LP value :math:`\pi` per LP (paper's sign); ``info``:
+        ``columns`` (d, J), ``n_columns``, ``n_mispriced``, ``lp_columns`` / ``lp_slack`` (LPs of
+        each side), ``point_from`` (``"columns"`` or ``"slack"``), ``certificate``.
     """
     t0 = time.perf_counter()
     tol = check_positive(tol, "tol")
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**7)
-    smoothing = check_nonnegative(smoothing, "smoothing")
-    if smoothing >= 1.0:
-        raise ValueError(f"smoothing must be in [0, 1); got {smoothing}")
+    n_columns = check_int_in_range(n_columns, "n_columns", 1, 10**6)
+    if slack not in (True, False, "auto"):
+        raise ValueError(f"slack must be True, False or 'auto'; got {slack!r}")
     model = boostmetric_model(X, triplets, loss="hinge", nu=nu)
     twin, c2 = model.normalized()
-    nu = model.nu
-
-    def certified_gap(st) -> float:
-        p = hinge_value(st.H[:, :st.w.size] @ st.w, nu)   # margins of the LP's X (trace one)
-        return relative_gap(-p, -st.lam_best)
-
-    st = lambda_max_column_generation(twin.geometry, nu, stop=lambda st: certified_gap(st) <= tol,
-                                      max_lp=max_iter, smoothing=smoothing, eig=eig)
-    Xm = st.point()
-    bound = BoostMetricCertifier(model, eig=eig).bound(st.u_best)
+    geom, nu = twin.geometry, model.nu
+    cols = ColumnGeneration.start(geom, nu, smoothing=smoothing, eig=eig, n_columns=n_columns, warm=warm)
+    use_slack = slack is True or (slack == "auto" and geom.d <= SLACK_MAX_D)
+    slack_cg = SlackColumnGeneration(geom, nu) if use_slack else None
+    sched = _Scheduler(["columns", "slack"] if use_slack else ["columns"])
+    best = {"p": -math.inf, "source": None}   # the best feasible point: its value and where it is
+    gap, reason = math.inf, "max_iter"
+    for _ in range(max_iter):
+        side = sched.next()
+        if side == "columns":
+            work = cols.lp.size
+            added = cols.step()
+            p = cols.value()
+            if p > best["p"]:
+                best.update(p=p, source="columns", cols=cols.cols[:, :cols.w.size], w=cols.w)
+        else:
+            work = slack_cg.size
+            u, Xs, added = slack_cg.step()
+            A_u = geom.weighted_sum(u) if cols.eig == "dense" else None
+            lam, _ = geom.lambda_max_upper(u, eig=cols.eig, A=A_u)
+            cols.offer_dual(u, lam, A_u)
+            Xp = project_spectraplex(Xs)
+            p = hinge_value(geom.margins(Xp), nu)
+            if p > best["p"]:
+                best.update(p=p, source="slack", X=Xp)
+        new_gap = relative_gap(-best["p"], -cols.lam_best)
+        sched.record(side, gap, new_gap, work)
+        gap = new_gap
+        if gap <= tol:
+            reason = "converged"
+            break
+        if not added:
+            sched.retire(side)
+            if not sched.sides:
+                reason = "stalled"
+                break
+    Xm = best["X"] if best["source"] == "slack" else column_point(best["cols"], best["w"])
+    bound = BoostMetricCertifier(model, eig=eig).bound(cols.u_best)
     return make_result("boostmetric-hinge-cg", objective=model.value(Xm), measure="certified_gap", tol=tol,
-                       stop_reason={"stop": "converged"}.get(st.reason, st.reason), M=Xm, w=st.w,
-                       lower_bound=bound.lower, multipliers=bound.multipliers, n_iter=st.n_lp,
-                       history=c2 * np.asarray(st.history), time=time.perf_counter() - t0,
-                       info={"columns": st.cols, "n_columns": int(st.cols.shape[1]),
-                             "n_mispriced": st.n_mispriced, "certificate": bound.detail})
+                       stop_reason=reason, M=Xm, w=cols.w, lower_bound=bound.lower,
+                       multipliers=bound.multipliers, n_iter=cols.n_lp + (slack_cg.n_lp if slack_cg else 0),
+                       history=c2 * np.asarray(cols.history), time=time.perf_counter() - t0,
+                       info={"columns": cols.cols, "n_columns": int(cols.cols.shape[1]),
+                             "n_mispriced": cols.n_mispriced, "lp_columns": cols.n_lp,
+                             "lp_slack": slack_cg.n_lp if slack_cg else 0, "point_from": best["source"],
+                             "certificate": bound.detail})
+

@@ -28,7 +28,6 @@ local solution of the rank-constrained problem is returned, not certified.
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -39,7 +38,8 @@ from cvxmetric.models import HingeModel
 from cvxmetric.certificates import relative_gap
 
 from .result import SolverResult, make_result
-from .subgradient import CERTIFY_EVERY, DEFAULT_TOL, FIRST_EPOCH, STEP_SCALE, _Ergodic
+from .subgradient import (CERTIFY_EVERY, DEFAULT_TOL, FIRST_EPOCH, STEP_SCALE, DualBoundCertificate, EpochAverages,
+                         EpochSchedule, ErgodicAverage)
 
 __all__ = ["factor_subgradient"]
 
@@ -108,25 +108,20 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
 
     best_f, best_g = objective_and_grad(L)
     best_L = L
-    best_lb, best_y = -math.inf, None
+    cert = DualBoundCertificate(model)   # dual_bound without an upper bound (no trace-bound repair)
 
     def certify(ergo) -> float:
-        nonlocal best_lb, best_y
-        y = ergo.mean(model.m)
-        lb = None if y is None else model.dual_bound(y)
-        if lb is not None and math.isfinite(lb) and lb > best_lb:
-            best_lb, best_y = float(lb), y
-        return relative_gap(best_f, best_lb) if best_lb > -math.inf else math.inf
+        return cert.update(model, ergo, best_f)
 
+    schedule = EpochSchedule(step_scale, first_epoch, scale0)
     history: list[float] = []
-    n_iter, epochs, epoch_len = 0, 0, first_epoch
+    n_iter = 0
     done = timed_out = False
     while n_iter < max_iter and not done and not timed_out:
         L, (g, y_t) = best_L, best_g
-        step0 = step_scale * max(float(np.linalg.norm(L)), scale0)
-        ergodic, tail = _Ergodic(model.m), _Ergodic(model.m)
-        epochs += 1
-        for t in range(1, epoch_len + 1):
+        schedule.start(L)
+        averages = EpochAverages(model.m)
+        for t in range(1, schedule.length + 1):
             if n_iter >= max_iter:
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
@@ -134,14 +129,12 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
                 break
             gn = float(np.linalg.norm(g))
             if gn == 0.0:
-                single = _Ergodic(model.m)
+                single = ErgodicAverage(model.m)
                 single.add(1.0, y_t)
                 done = certify(single) <= tol
                 break
-            w = (step0 / np.sqrt(t)) / gn
-            ergodic.add(w, y_t)
-            if 2 * t > epoch_len:
-                tail.add(w, y_t)
+            w = schedule.weight(t, gn)
+            averages.add(schedule, t, w, y_t)
             L = L - w * g
             n_iter += 1
             f, (g, y_t) = objective_and_grad(L)
@@ -149,20 +142,20 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
             if f < best_f:
                 best_f, best_g, best_L = f, (g, y_t), L
             if t % certify_every == 0:
-                certify(ergodic)
-                if certify(tail) <= tol:
+                certify(averages.whole)
+                if certify(averages.tail) <= tol:
                     done = True
                     break
         if not done:
-            certify(ergodic)
-            done = certify(tail) <= tol
-        epoch_len *= 2
+            certify(averages.whole)
+            done = certify(averages.tail) <= tol
+        schedule.finish()
     M = best_L.T @ best_L
-    lb = best_lb if best_lb > -math.inf else None
+    lb = cert.lower_bound
     stop = "time_limit" if timed_out else "max_iter"
     return make_result("factor-subgradient", objective=best_f, measure="certified_gap", tol=tol,
-                       stop_reason=stop, M=0.5 * (M + M.T), lower_bound=lb, multipliers=best_y,
+                       stop_reason=stop, M=0.5 * (M + M.T), lower_bound=lb, multipliers=cert.y,
                        n_iter=n_iter, history=history, time=time.perf_counter() - t0,
-                       info={"L": best_L, "epochs": epochs, "rank": rank},
+                       info={"L": best_L, "epochs": schedule.epochs, "rank": rank},
                        detail="" if relative_gap(best_f, lb) <= tol else
                        f"no certificate: a rank budget ({rank}) below a convex optimum's rank cannot be certified")

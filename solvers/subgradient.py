@@ -31,6 +31,20 @@ checked constraints:
 The best point seen (by its full objective) is returned, as subgradient methods are not
 descent methods.
 
+Structure
+---------
+One run is a :class:`SubgradientState` (the iterate, the best point and its full objective, the
+working set's unscored candidate, the epoch's ergodic averages) whose methods are the steps of
+the method (:meth:`~SubgradientState.step`, :meth:`~SubgradientState.certify`,
+:meth:`~SubgradientState.stop_test`, one epoch, the result). It delegates to small parts, each
+replaceable on its own: the step rule and epoch bookkeeping (:class:`EpochSchedule`, shared with
+:mod:`cvxmetric.solvers.factor_subgradient`), the ergodic multipliers (:class:`EpochAverages`),
+the certificate (:class:`DualBoundCertificate`, or :class:`StationarityCertificate` with an
+extra term) and the checked rows (:class:`AllRows`, :class:`WorkingSet`, or
+:class:`OracleRows` for an implicit constraint set), which own the model and its incremental
+hinge. The hooks of :func:`projected_subgradient` (``extra``, ``oracle``, ``stationarity``,
+``callback``) are unchanged.
+
 Certificate and stopping rule
 -----------------------------
 The method stops **only** when its answer is certified (or at ``max_iter`` / ``time_limit``):
@@ -100,8 +114,9 @@ from cvxmetric.models import HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["projected_subgradient", "STEP_SCALE", "FIRST_EPOCH", "DEFAULT_TOL",
-           "RECHECK_EVERY", "AUTO_ACTIVE_SET_MIN", "CERTIFY_EVERY"]
+__all__ = ["projected_subgradient", "SubgradientState", "EpochSchedule", "ErgodicAverage", "EpochAverages",
+           "DualBoundCertificate", "StationarityCertificate", "AllRows", "WorkingSet", "OracleRows",
+           "STEP_SCALE", "FIRST_EPOCH", "DEFAULT_TOL", "RECHECK_EVERY", "AUTO_ACTIVE_SET_MIN", "CERTIFY_EVERY"]
 
 #: Step length of an epoch as a fraction of the current solution's Frobenius norm. Measured on
 #: the default instances: 0.25 reaches 1e-4 relative gaps in ~1,500 iterations; 1.0 oscillates
@@ -143,7 +158,47 @@ def _initial_scale(model: HingeModel) -> float:
     return margin / spread * np.sqrt(model.d)
 
 
-class _Ergodic:
+# ---------------------------------------------------------------------------------------------
+# the parts of the method: step rule, ergodic averages, certificates, checked rows
+# ---------------------------------------------------------------------------------------------
+
+class EpochSchedule:
+    r"""The step rule and the epoch bookkeeping (module docstring, "step size").
+
+    Epoch :math:`j = 1, 2, \dots` has ``first_epoch`` :math:`\cdot 2^{j-1}` iterations and restarts
+    from the best point :math:`X` found so far (the matrix :math:`M` here, the factor :math:`L` in
+    :func:`cvxmetric.solvers.factor_subgradient.factor_subgradient`) with
+    :math:`\eta_0 = \text{step\_scale} \cdot \max(\|X\|_F, s_0)`; its :math:`t`-th step moves
+    :math:`\eta_t = \eta_0/\sqrt t` along the normalized subgradient, i.e. the weight
+    :math:`w_t = \eta_t / \|g_t\|_F` along the raw one.
+    """
+
+    def __init__(self, step_scale: float, first_epoch: int, scale0: float):
+        self.step_scale = step_scale
+        self.scale0 = scale0
+        self.length = first_epoch
+        self.epochs = 0
+        self.step0: Optional[float] = None
+
+    def start(self, X: np.ndarray) -> None:
+        """Open an epoch restarting from ``X``: its first step length adapts to ``||X||_F``."""
+        self.step0 = self.step_scale * max(float(np.linalg.norm(X)), self.scale0)
+        self.epochs += 1
+
+    def weight(self, t: int, gnorm: float) -> float:
+        """The step :math:`w_t = \\eta_t / \\|g_t\\|_F` along the raw subgradient at iteration ``t``."""
+        return (self.step0 / np.sqrt(t)) / gnorm
+
+    def in_tail(self, t: int) -> bool:
+        """Iteration ``t`` lies in the second half of the epoch (the tail average's window)."""
+        return 2 * t > self.length
+
+    def finish(self) -> None:
+        """Close the epoch: the next one is twice as long."""
+        self.length *= 2
+
+
+class ErgodicAverage:
     r"""Running :math:`\sum_t w_t y_t`, :math:`\sum_t w_t \nabla e_t` and :math:`\sum_t w_t`.
 
     Rows appended by an oracle start at 0.
@@ -169,6 +224,418 @@ class _Ergodic:
             return None
         y = self.y_sum / self.w_sum
         return np.concatenate([y, np.zeros(m - y.size)]) if y.size < m else y
+
+
+class EpochAverages:
+    """The two ergodic averages of one epoch: over the whole epoch and over its tail (second half)."""
+
+    def __init__(self, m: int):
+        self.whole = ErgodicAverage(m)
+        self.tail = ErgodicAverage(m)
+
+    def add(self, schedule: EpochSchedule, t: int, w: float, y: np.ndarray, e=0.0) -> None:
+        self.whole.add(w, y, e)
+        if schedule.in_tail(t):
+            self.tail.add(w, y, e)
+
+
+class DualBoundCertificate:
+    """The best hinge dual bound seen (convex case): every one is a valid lower bound at every point."""
+
+    measure = "certified_gap"
+
+    def __init__(self, model: HingeModel):
+        self.lb = -math.inf
+        self.y: Optional[np.ndarray] = None
+        self.model = model
+
+    def update(self, model: HingeModel, ergo: Optional[ErgodicAverage], best_f: float, best=None,
+               upper: Optional[float] = None) -> float:
+        """Evaluate the bound at the averages of ``ergo``; return the certified gap of ``best_f``.
+
+        ``upper`` (an objective of a PSD point) enables the trace bound of ``dual_bound``.
+        """
+        y = None if ergo is None else ergo.mean(model.m)
+        if y is not None:
+            lb = model.dual_bound(y, upper=upper)
+            if lb is not None and math.isfinite(lb) and lb > self.lb:
+                self.lb, self.y, self.model = float(lb), y, model
+        return relative_gap(best_f, self.lb) if self.lb > -math.inf else math.inf
+
+    @property
+    def lower_bound(self) -> Optional[float]:
+        return self.lb if self.lb > -math.inf else None
+
+    def value(self, objective: float, best) -> float:
+        """The measure of the returned point (its objective against the best bound)."""
+        lb = self.lower_bound
+        return relative_gap(objective, lb) if lb is not None else math.inf
+
+
+class StationarityCertificate:
+    """The smallest stationarity residual of the current best point (extra term: point-specific)."""
+
+    measure = "kkt_residual"
+    lower_bound = None
+
+    def __init__(self, model: HingeModel, stationarity: Optional[Stationarity]):
+        self.stationarity = stationarity
+        self.rho = math.inf
+        self.y: Optional[np.ndarray] = None
+        self.model = model
+        self.point = None
+
+    def update(self, model: HingeModel, ergo: Optional[ErgodicAverage], best_f: float, best=None,
+               upper: Optional[float] = None) -> float:
+        """Evaluate the residual of ``best = (M, lam, V)`` at the averages of ``ergo``; return the smallest."""
+        if self.point is not best:
+            self.rho, self.y, self.model, self.point = math.inf, None, model, best
+        y = None if ergo is None else ergo.mean(model.m)
+        if self.stationarity is not None and y is not None:
+            rho = float(self.stationarity(model, y, ergo.extra_mean(), *best))
+            if rho < self.rho:
+                self.rho, self.y, self.model = rho, y, model
+        return self.rho
+
+    def value(self, objective: float, best) -> float:
+        return self.rho if self.point is best else math.inf
+
+
+class AllRows:
+    """The checked rows: every constraint, at every iteration.
+
+    The row strategies (this one, :class:`WorkingSet`, :class:`OracleRows`) own the current
+    ``model`` (the rows the hinge runs over) and its incremental ``hinge``
+    (:class:`~cvxmetric.hinge.HingeLoss`); the method asks them to check the hinge at a new
+    iterate, to make the subgradient at a point a full one, and for objectives over all rows.
+    """
+
+    def __init__(self, model: HingeModel, M: np.ndarray):
+        self.model = model
+        self.hinge = model.hinge()
+        self.full_checks = 1
+        self.start_loss, marg = self.hinge.update(M)
+        self.working = marg > 0
+
+    def start_epoch(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray) -> None:
+        """Reset what an epoch starting at ``M`` checks (nothing to reset here)."""
+
+    def check(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray, n_iter: int) -> tuple[float, bool]:
+        """Move the hinge to iterate ``n_iter``, ``M``; return (loss of the checked rows, all rows checked)."""
+        loss, _ = self.hinge.update(M)
+        self.full_checks += 1
+        return loss, True
+
+    def recheck(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray) -> None:
+        """Make the hinge subgradient at ``M`` a full one (it already is)."""
+
+    def full_value(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray) -> float:
+        """The hinge model's objective at ``M`` over every constraint."""
+        return self.model.value(M)
+
+    def final_model(self, M: np.ndarray, lam: np.ndarray, V: np.ndarray) -> HingeModel:
+        """The model whose objective is reported at the returned point ``M``."""
+        return self.model
+
+    def info(self) -> dict:
+        return {"working_set_size": int(self.working.sum())}
+
+
+class WorkingSet(AllRows):
+    """LMNN-style active set: between full re-checks (every ``recheck_every`` iterations) only the
+    union of the rows found violated at any full check is evaluated."""
+
+    def __init__(self, model: HingeModel, M: np.ndarray, recheck_every: int):
+        super().__init__(model, M)
+        self.recheck_every = recheck_every
+        self._set_rows()
+
+    def _set_rows(self) -> None:
+        self.rows = np.flatnonzero(self.working)
+        self.rows_geometry = self.model.geometry.subset(self.rows)
+
+    def _full_check(self, M: np.ndarray) -> float:
+        loss, marg = self.hinge.update(M)
+        self.full_checks += 1
+        grown = self.working | (marg > 0)
+        if grown.sum() != self.working.sum():
+            self.working = grown
+            self._set_rows()
+        return loss
+
+    def check(self, M, lam, V, n_iter: int) -> tuple[float, bool]:
+        if n_iter % self.recheck_every == 0:
+            return self._full_check(M), True
+        loss, _ = self.hinge.update(M, rows=self.rows, rows_geometry=self.rows_geometry)
+        return loss, False
+
+    def recheck(self, M, lam, V) -> None:
+        """A zero subgradient on the working set proves nothing about the rows outside it: check all."""
+        if not np.all(self.working):
+            self._full_check(M)
+
+
+class OracleRows(AllRows):
+    """An implicit constraint set (module docstring, "Implicit constraint sets"): the model's own
+    rows plus the oracle's violators, reset at every epoch start and grown at every full re-check."""
+
+    def __init__(self, model: HingeModel, M: np.ndarray, lam: np.ndarray, V: np.ndarray,
+                 oracle: ConstraintOracle, recheck_every: int):
+        self.base = model
+        self.oracle = oracle
+        self.recheck_every = recheck_every
+        self.calls = 0
+        self.max_working_set = 0
+        super().__init__(self.with_oracle(M, lam, V), M)
+
+    def with_oracle(self, M, lam, V) -> HingeModel:
+        """The model's own rows plus every implicit constraint violated at ``M``."""
+        self.calls += 1
+        found = self.oracle(M, lam, V)
+        full = self.base if found is None or len(found[0]) == 0 else self.base.extended(*found)
+        self.max_working_set = max(self.max_working_set, full.m)
+        return full
+
+    def start_epoch(self, M, lam, V) -> None:
+        """Reset the working set to the constraints violated at ``M``."""
+        self.model = self.with_oracle(M, lam, V)
+        self.hinge = self.model.hinge()
+
+    def _grow(self, M, lam, V) -> None:
+        """Add the constraints violated at ``M`` that the working set lacks."""
+        self.calls += 1
+        found = self.oracle(M, lam, V)
+        if found is None or len(found[0]) == 0:
+            return
+        cons, coef = found
+        new = ~np.isin(_row_keys(cons.idx), _row_keys(self.model.constraints.idx))
+        if np.any(new):
+            self.model = self.model.extended(cons.subset(new), np.asarray(coef)[new])
+            self.hinge = self.hinge.extended(self.model.geometry, self.model.coef)
+            self.max_working_set = max(self.max_working_set, self.model.m)
+
+    def check(self, M, lam, V, n_iter: int) -> tuple[float, bool]:
+        full = n_iter % self.recheck_every == 0
+        if full:
+            self._grow(M, lam, V)
+            self.full_checks += 1
+        loss, _ = self.hinge.update(M)
+        return loss, full
+
+    def recheck(self, M, lam, V) -> None:
+        self.start_epoch(M, lam, V)
+        self.hinge.update(M)
+
+    def full_value(self, M, lam, V) -> float:
+        return self.with_oracle(M, lam, V).value(M)
+
+    def final_model(self, M, lam, V) -> HingeModel:
+        self.model = self.with_oracle(M, lam, V)  # the objective over the whole implicit set
+        return self.model
+
+    def info(self) -> dict:
+        return {"working_set_size": int(self.model.m), "model": self.model, "oracle_calls": self.calls,
+                "max_working_set": self.max_working_set, "violated_at_solution": self.model.m - self.base.m}
+
+
+# ---------------------------------------------------------------------------------------------
+# the method's state
+# ---------------------------------------------------------------------------------------------
+
+class SubgradientState:
+    r"""The state of one run of the projected subgradient method (module docstring).
+
+    It holds the iterate :math:`(M, \lambda, V)` (``lam, V = eigh(M)``), the best point and its
+    full objective, the working set's best unscored candidate, the epoch's ergodic averages, the
+    step rule (:class:`EpochSchedule`), the checked rows (:class:`AllRows`, :class:`WorkingSet`
+    or :class:`OracleRows`), the extra term and the certificate (:class:`DualBoundCertificate`
+    or :class:`StationarityCertificate`). Its methods are the steps of the method:
+    :meth:`start_epoch`, :meth:`step`, :meth:`certify`, :meth:`stop_test`, :meth:`run_epoch`,
+    :meth:`run`, :meth:`result`. Arguments as in :func:`projected_subgradient` (checked there).
+    """
+
+    def __init__(self, model: HingeModel, *, extra: Optional[ExtraTerm], M0, max_iter: int, tol: float,
+                 step_scale: float, first_epoch: int, use_working_set: bool, recheck_every: int,
+                 solver_name: str, oracle: Optional[ConstraintOracle],
+                 callback: Optional[Callable[[int, np.ndarray, float], None]], time_limit: Optional[float],
+                 stationarity: Optional[Stationarity], certify_every: int, warn: bool):
+        self.t_start = time.perf_counter()
+        self.extra, self.max_iter, self.tol = extra, max_iter, tol
+        self.certify_every, self.callback, self.time_limit = certify_every, callback, time_limit
+        self.solver_name, self.warn = solver_name, warn
+        d = model.d
+        M = np.zeros((d, d)) if M0 is None else as_square_symmetric(M0, "M0", d=d, psd=True)
+        M, lam, V = project_psd(M, return_eig=True)
+        self.M, self.lam, self.V = M, np.maximum(lam, 0.0), V
+        if oracle is not None:
+            self.rows = OracleRows(model, self.M, self.lam, self.V, oracle, recheck_every)
+        elif use_working_set:
+            self.rows = WorkingSet(model, self.M, recheck_every)
+        else:
+            self.rows = AllRows(model, self.M)
+        self.use_working_set = use_working_set
+        ext_val, _ = self.extra_at(self.M, self.lam, self.V)
+        self.best_f = self.rows.model.regularizer(self.M) + self.rows.start_loss + ext_val
+        self.best = (self.M, self.lam, self.V)
+        self.cert = (DualBoundCertificate(self.rows.model) if extra is None
+                     else StationarityCertificate(self.rows.model, stationarity))
+        self.schedule = EpochSchedule(step_scale, first_epoch, _initial_scale(self.rows.model))
+        self.history: list[float] = []
+        self.n_iter = 0
+        self.gap = math.inf
+        self.done = self.timed_out = self.zero_subgradient = False
+        self.ext_grad = 0.0
+        self.averages = EpochAverages(self.rows.model.m)
+        self.cand_f, self.cand = math.inf, None
+
+    # -- the objective's parts ---------------------------------------------------------------
+    def extra_at(self, M, lam, V):
+        """Value and (super)gradient of the extra term at ``M`` (0, 0 without one)."""
+        if self.extra is None:
+            return 0.0, 0.0
+        val, grad = self.extra(M, lam, V)
+        return float(val), grad
+
+    def full_value(self, M, lam, V) -> float:
+        """The objective at ``M`` over every constraint (with an oracle: the whole implicit set)."""
+        return self.rows.full_value(M, lam, V) + self.extra_at(M, lam, V)[0]
+
+    def subgradient(self) -> np.ndarray:
+        r""":math:`g = \nabla(\text{linear/quadratic}) + G_{\text{hinge}} + \nabla e` at the iterate."""
+        return self.rows.model.regularizer_grad(self.M) + self.rows.hinge.G + self.ext_grad
+
+    def multipliers(self) -> np.ndarray:
+        r"""The hinge multipliers :math:`y_t = c \odot \mathbb{1}[\delta + K M_t > 0]` of the subgradient."""
+        return self.rows.hinge.coef * self.rows.hinge.active
+
+    # -- the iteration -----------------------------------------------------------------------
+    def out_of_time(self) -> bool:
+        return self.time_limit is not None and time.perf_counter() - self.t_start > self.time_limit
+
+    def start_epoch(self) -> None:
+        """Restart from the best point with a fresh step size and fresh ergodic averages."""
+        self.M, self.lam, self.V = self.best
+        self.schedule.start(self.M)
+        self.rows.start_epoch(*self.best)
+        self.rows.hinge.update(self.M)
+        self.rows.hinge.recompute()
+        _, self.ext_grad = self.extra_at(*self.best)
+        self.averages = EpochAverages(self.rows.model.m)
+        self.cand_f, self.cand = math.inf, None
+
+    def step(self, t: int, g: np.ndarray, gnorm: float) -> None:
+        """Step ``t`` of the epoch along ``g``: average the multipliers, project, score the new iterate."""
+        w = self.schedule.weight(t, gnorm)
+        self.averages.add(self.schedule, t, w, self.multipliers(), self.ext_grad)
+        M, lam, V = project_psd(self.M - w * g, return_eig=True)
+        self.M, self.lam, self.V = M, np.maximum(lam, 0.0), V
+        self.n_iter += 1
+        loss, full = self.rows.check(self.M, self.lam, self.V, self.n_iter)
+        ext_val, self.ext_grad = self.extra_at(self.M, self.lam, self.V)
+        f = self.rows.model.regularizer(self.M) + loss + ext_val
+        self.history.append(f)
+        self.keep_best(f, full)
+        if self.callback is not None:
+            self.callback(self.n_iter, self.M, f)
+
+    def keep_best(self, f: float, full: bool) -> None:
+        """Track the best point by its full objective; a working-set value only makes a candidate,
+        scored in full at the next full check."""
+        point = (self.M, self.lam, self.V)
+        if full:
+            self.score_candidate()
+            if f < self.best_f:
+                self.best_f, self.best = f, point
+        elif f < min(self.cand_f, self.best_f):
+            self.cand_f, self.cand = f, point
+
+    def score_candidate(self) -> None:
+        if self.cand is not None:
+            cf = self.full_value(*self.cand)
+            if cf < self.best_f:
+                self.best_f, self.best = cf, self.cand
+            self.cand_f, self.cand = math.inf, None
+
+    def certify(self, ergo: Optional[ErgodicAverage]) -> float:
+        """Evaluate the certificate at the averages of ``ergo``; return the measure of the best point."""
+        return self.cert.update(self.rows.model, ergo, self.best_f, self.best, upper=self.best_f)
+
+    def certify_epoch(self) -> float:
+        """Certify with the whole epoch's and the tail's averages (module docstring)."""
+        self.certify(self.averages.whole)
+        self.gap = self.certify(self.averages.tail)
+        return self.gap
+
+    def stop_test(self) -> bool:
+        """The only convergence test: the certified measure of the best point is within ``tol``."""
+        return self.gap <= self.tol
+
+    def at_zero_subgradient(self) -> bool:
+        """``g = 0`` on the checked rows: re-check all rows at the iterate; ``True`` when the
+        subgradient is still 0 (the iterate is optimal: it is scored and certified), ``False``
+        when rows that the working set lacked made it nonzero (the averages restart)."""
+        self.rows.recheck(self.M, self.lam, self.V)
+        if np.linalg.norm(self.subgradient()) > 0:
+            self.averages = EpochAverages(self.rows.model.m)   # new rows: restart
+            return False
+        self.zero_subgradient = True
+        f0 = self.full_value(self.M, self.lam, self.V)
+        if f0 <= self.best_f:
+            self.best_f, self.best = f0, (self.M, self.lam, self.V)
+        at_point = ErgodicAverage(self.rows.model.m)
+        at_point.add(1.0, self.multipliers(), self.ext_grad)
+        self.gap = self.certify(at_point)
+        self.done = self.stop_test()
+        return True
+
+    def run_epoch(self) -> None:
+        """One epoch: at most ``schedule.length`` steps, certified every ``certify_every`` and at its end."""
+        self.start_epoch()
+        for t in range(1, self.schedule.length + 1):
+            if self.n_iter >= self.max_iter:
+                break
+            if self.out_of_time():
+                self.timed_out = True
+                break
+            g = self.subgradient()
+            gnorm = float(np.linalg.norm(g))
+            if gnorm == 0.0:
+                if self.at_zero_subgradient():
+                    break
+                continue
+            self.step(t, g, gnorm)
+            if t % self.certify_every == 0 and self.cand is None:
+                self.certify_epoch()
+                if self.stop_test():
+                    self.done = True
+                    break
+        self.score_candidate()
+        if not self.zero_subgradient:
+            self.certify_epoch()
+            self.done = self.done or self.stop_test()
+        self.schedule.finish()
+
+    def run(self) -> SolverResult:
+        """Epochs until certified, ``max_iter``, ``time_limit`` or an optimal zero subgradient."""
+        while self.n_iter < self.max_iter and not (self.done or self.timed_out or self.zero_subgradient):
+            self.run_epoch()
+        return self.result()
+
+    def result(self) -> SolverResult:
+        """The best point and its certificate, built by :func:`~cvxmetric.solvers.result.make_result`."""
+        M, lam, V = self.best
+        model = self.rows.final_model(M, lam, V)
+        objective = model.value(M) + self.extra_at(M, lam, V)[0]
+        value = self.cert.value(objective, self.best)
+        stop = "time_limit" if self.timed_out else ("max_iter" if self.n_iter >= self.max_iter else "stalled")
+        info = {"epochs": self.schedule.epochs, "full_checks": self.rows.full_checks,
+                "active_set": self.use_working_set, **self.rows.info(), "step0": self.schedule.step0,
+                "zero_subgradient": self.zero_subgradient, "certificate_model": self.cert.model}
+        detail = "" if math.isfinite(value) else "no certificate (no dual bound from the ergodic multipliers)"
+        return make_result(self.solver_name, objective=objective, measure=self.cert.measure, tol=self.tol,
+                           stop_reason=stop, M=M, measure_value=value, lower_bound=self.cert.lower_bound,
+                           multipliers=self.cert.y, n_iter=self.n_iter, history=self.history,
+                           time=time.perf_counter() - self.t_start, info=info, detail=detail, warn=self.warn)
 
 
 def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = None, M0=None,
@@ -261,217 +728,7 @@ def projected_subgradient(model: HingeModel, *, extra: Optional[ExtraTerm] = Non
         if not callable(oracle):
             raise TypeError(f"oracle must be callable; got {type(oracle).__name__}")
         use_ws = False  # the model rows are the working set; the oracle is the full check
-    convex = extra is None
-    measure = "certified_gap" if convex else "kkt_residual"
-
-    t_start = time.perf_counter()
-    d = model.d
-    if M0 is None:
-        M = np.zeros((d, d))
-    else:
-        M = as_square_symmetric(M0, "M0", d=d, psd=True)
-    M, lam, V = project_psd(M, return_eig=True)
-    lam = np.maximum(lam, 0.0)
-
-    def extra_at(M, lam, V):
-        if extra is None:
-            return 0.0, 0.0
-        val, grad = extra(M, lam, V)
-        return float(val), grad
-
-    hinge = model.hinge()
-    base_model = model
-    oracle_calls, max_ws = 0, 0
-
-    def with_oracle(M, lam, V) -> HingeModel:
-        """The model's own rows plus every implicit constraint violated at M."""
-        nonlocal oracle_calls, max_ws
-        oracle_calls += 1
-        found = oracle(M, lam, V)
-        full = base_model if found is None or len(found[0]) == 0 else base_model.extended(*found)
-        max_ws = max(max_ws, full.m)
-        return full
-
-    def refresh(M, lam, V) -> None:
-        """Reset the working set to the constraints violated at M."""
-        nonlocal model, hinge
-        if oracle is not None:
-            model = with_oracle(M, lam, V)
-            hinge = model.hinge()
-
-    def grow(M, lam, V) -> None:
-        """Add the constraints violated at M that the working set lacks."""
-        nonlocal model, hinge, oracle_calls, max_ws
-        oracle_calls += 1
-        found = oracle(M, lam, V)
-        if found is None or len(found[0]) == 0:
-            return
-        cons, coef = found
-        have = _row_keys(model.constraints.idx)
-        new = ~np.isin(_row_keys(cons.idx), have)
-        if np.any(new):
-            model = model.extended(cons.subset(new), np.asarray(coef)[new])
-            hinge = hinge.extended(model.geometry, model.coef)
-            max_ws = max(max_ws, model.m)
-
-    def full_value(M, lam, V) -> float:
-        m = model if oracle is None else with_oracle(M, lam, V)
-        return m.value(M) + extra_at(M, lam, V)[0]
-
-    refresh(M, lam, V)
-    loss, marg = hinge.update(M)
-    ext_val, _ = extra_at(M, lam, V)
-    best_f = model.regularizer(M) + loss + ext_val
-    best = (M, lam, V)
-    working = marg > 0
-    ws_rows = np.flatnonzero(working)
-    ws_geom = model.geometry.subset(ws_rows) if use_ws else None
-
-    # the certificate: the best dual bound and its multipliers (convex: valid at every point), or
-    # the smallest stationarity residual of the current best point (extra term: point-specific)
-    cert = {"lb": -math.inf, "y": None, "model": model, "rho": math.inf, "for": None}
-
-    def certify_with(ergo) -> float:
-        """Evaluate the certificate at the averages of ``ergo``; return the measure at the best point."""
-        y = None if ergo is None else ergo.mean(model.m)
-        if convex:
-            if y is not None:
-                lb = model.dual_bound(y, upper=best_f)
-                if lb is not None and math.isfinite(lb) and lb > cert["lb"]:
-                    cert.update(lb=float(lb), y=y, model=model)
-            return relative_gap(best_f, cert["lb"]) if cert["lb"] > -math.inf else math.inf
-        if cert["for"] is not best:
-            cert.update(rho=math.inf, y=None, model=model, **{"for": best})
-        if stationarity is not None and y is not None:
-            rho = float(stationarity(model, y, ergo.extra_mean(), *best))
-            if rho < cert["rho"]:
-                cert.update(rho=rho, y=y, model=model)
-        return cert["rho"]
-
-    def out_of_time() -> bool:
-        return time_limit is not None and time.perf_counter() - t_start > time_limit
-
-    s0 = _initial_scale(model)
-    history: list[float] = []
-    n_iter, epochs, full_checks = 0, 0, 1
-    epoch_len = first_epoch
-    done = timed_out = zero_subgradient = False
-    step0 = None
-    gap = math.inf
-    while n_iter < max_iter and not done and not timed_out:
-        M, lam, V = best
-        step0 = step_scale * max(float(np.linalg.norm(M)), s0)
-        refresh(M, lam, V)
-        hinge.update(M)
-        hinge.recompute()
-        _, ext_grad = extra_at(M, lam, V)
-        ergodic = _Ergodic(model.m)
-        tail = _Ergodic(model.m)
-        cand_f, cand = np.inf, None
-        epochs += 1
-        for t in range(1, epoch_len + 1):
-            if n_iter >= max_iter:
-                break
-            if out_of_time():
-                timed_out = True
-                break
-            g = model.regularizer_grad(M) + hinge.G + ext_grad
-            gnorm = float(np.linalg.norm(g))
-            if gnorm == 0.0:
-                # 0 is a subgradient on the checked rows: optimal if they are all the rows
-                # (with an oracle: if the working set was refreshed at this very point).
-                if oracle is not None:
-                    refresh(M, lam, V)
-                    hinge.update(M)
-                    if np.linalg.norm(model.regularizer_grad(M) + hinge.G + ext_grad) > 0:
-                        ergodic, tail = _Ergodic(model.m), _Ergodic(model.m)   # new rows: restart
-                        continue
-                    zero_subgradient = True
-                elif not use_ws or np.all(working):
-                    zero_subgradient = True
-                if zero_subgradient:
-                    f0 = full_value(M, lam, V)
-                    if f0 <= best_f:
-                        best_f, best = f0, (M, lam, V)
-                    at_point = _Ergodic(model.m)
-                    at_point.add(1.0, hinge.coef * hinge.active, ext_grad)
-                    gap = certify_with(at_point)
-                    done = gap <= tol
-                break
-            w = (step0 / np.sqrt(t)) / gnorm
-            ergodic.add(w, hinge.coef * hinge.active, ext_grad)
-            if 2 * t > epoch_len:
-                tail.add(w, hinge.coef * hinge.active, ext_grad)
-            M, lam, V = project_psd(M - w * g, return_eig=True)
-            lam = np.maximum(lam, 0.0)
-            n_iter += 1
-            full = (not use_ws and oracle is None) or (n_iter % recheck_every == 0)
-            if oracle is not None:
-                if full:
-                    grow(M, lam, V)
-                    full_checks += 1
-                loss, marg = hinge.update(M)
-            elif full:
-                loss, marg = hinge.update(M)
-                full_checks += 1
-                if use_ws:
-                    grown = working | (marg > 0)
-                    if grown.sum() != working.sum():
-                        working = grown
-                        ws_rows = np.flatnonzero(working)
-                        ws_geom = model.geometry.subset(ws_rows)
-            else:
-                loss, _ = hinge.update(M, rows=ws_rows, rows_geometry=ws_geom)
-            ext_val, ext_grad = extra_at(M, lam, V)
-            f = model.regularizer(M) + loss + ext_val
-            history.append(f)
-            if full:
-                if cand is not None:
-                    cf = full_value(*cand)
-                    if cf < best_f:
-                        best_f, best = cf, cand
-                    cand_f, cand = np.inf, None
-                if f < best_f:
-                    best_f, best = f, (M, lam, V)
-            elif f < min(cand_f, best_f):
-                cand_f, cand = f, (M, lam, V)
-            if callback is not None:
-                callback(n_iter, M, f)
-            if t % certify_every == 0 and cand is None:
-                certify_with(ergodic)
-                gap = certify_with(tail)
-                if gap <= tol:
-                    done = True
-                    break
-        if cand is not None:
-            cf = full_value(*cand)
-            if cf < best_f:
-                best_f, best = cf, cand
-        if not zero_subgradient:
-            certify_with(ergodic)
-            gap = certify_with(tail)
-            done = done or gap <= tol
-        if zero_subgradient:
-            break
-        epoch_len *= 2
-
-    M_best, lam_b, V_b = best
-    if oracle is not None:
-        model = with_oracle(M_best, lam_b, V_b)  # the objective over the whole implicit set
-    objective = model.value(M_best) + extra_at(M_best, lam_b, V_b)[0]
-    lb = cert["lb"] if convex and cert["lb"] > -math.inf else None
-    if convex:
-        value = relative_gap(objective, lb) if lb is not None else math.inf
-    else:
-        value = cert["rho"] if cert["for"] is best else math.inf
-    stop = "time_limit" if timed_out else ("max_iter" if n_iter >= max_iter else "stalled")
-    info = {"epochs": epochs, "full_checks": full_checks, "active_set": use_ws,
-            "working_set_size": int(model.m if oracle is not None else working.sum()),
-            "step0": step0, "zero_subgradient": zero_subgradient, "certificate_model": cert["model"],
-            **({"model": model, "oracle_calls": oracle_calls, "max_working_set": max_ws,
-                "violated_at_solution": model.m - base_model.m} if oracle is not None else {})}
-    detail = "" if math.isfinite(value) else "no certificate (no dual bound from the ergodic multipliers)"
-    return make_result(solver_name, objective=objective, measure=measure, tol=tol, stop_reason=stop,
-                       M=M_best, measure_value=value, lower_bound=lb,
-                       multipliers=cert["y"], n_iter=n_iter, history=history,
-                       time=time.perf_counter() - t_start, info=info, detail=detail, warn=warn)
+    return SubgradientState(model, extra=extra, M0=M0, max_iter=max_iter, tol=tol, step_scale=step_scale,
+                            first_epoch=first_epoch, use_working_set=use_ws, recheck_every=recheck_every,
+                            solver_name=solver_name, oracle=oracle, callback=callback, time_limit=time_limit,
+                            stationarity=stationarity, certify_every=certify_every, warn=warn).run()

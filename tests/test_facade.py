@@ -182,8 +182,8 @@ def _reject_cases():
          "inner", "subgradient"),
         (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", nu=eb.params["nu"], method="stagewise",
                                            n_columns=3), "n_columns", "stagewise"),
-        (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", nu=hb.params["nu"], n_columns=3),
-         "n_columns", "column_generation"),
+        (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", nu=hb.params["nu"], lbfgs_maxiter=3),
+         "lbfgs_maxiter", "column_generation"),
         # unknown options
         (lambda: solvers.solve_qwise(X, cons, max_iters=10), "max_iters", "subgradient"),
         (lambda: solvers.solve_qwise_vector(X, cons, max_iters=10), "max_iters", "newton"),

@@ -160,3 +160,63 @@ def test_solvers_import_without_cvxpy():
     code = ("import sys; sys.modules['cvxpy'] = None\n"
             "import cvxmetric.solvers.fantope_mm, cvxmetric.solvers.fantope_subgradient, cvxmetric.solvers.factor_subgradient, cvxmetric.fantope")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_inexact_mm_inner_tolerance_schedule():
+    """The inner certified gap follows the last MM fixed-point gap, between the final and the loose one."""
+    from cvxmetric.solvers.fantope_mm import INNER_TOL_FRACTION, INNER_TOL_LOOSE, INNER_TOL_PROGRESS, inner_tolerance
+    tol = 1e-4
+    assert inner_tolerance(tol, None) == INNER_TOL_LOOSE
+    assert inner_tolerance(tol, float("inf")) == INNER_TOL_LOOSE
+    assert inner_tolerance(tol, 0.5) == INNER_TOL_LOOSE
+    assert inner_tolerance(tol, 1e-3) == pytest.approx(INNER_TOL_PROGRESS * 1e-3)
+    assert inner_tolerance(tol, 1e-6) == INNER_TOL_FRACTION * tol
+    rhos = np.logspace(1, -8, 50)
+    assert np.all(np.diff([inner_tolerance(tol, r) for r in rhos]) <= 0)
+    assert inner_tolerance(1e-2, None) == INNER_TOL_FRACTION * 1e-2     # never looser than the final solve
+
+
+def test_inexact_mm_certifies_like_strict_inner_solves():
+    """The schedule changes the cost, not the certificate: each solve's tolerance follows the previous rho,
+    the returned point is certified (rho <= tol from a bound of the last solve), and its objective
+    agrees with MM runs whose inner solves are all held to the final tolerance."""
+    from cvxmetric.solvers.fantope_mm import INNER_TOL_FRACTION, inner_tolerance
+    inst = get_instance("fantope", "syn-d10-e3")
+    fm = model(inst)
+    fast = fantope_mm(fm)
+    strict = fantope_mm(fm, inner_options={"tol": INNER_TOL_FRACTION * 1e-4})
+    assert fast.converged and strict.converged
+    tols, rhos = fast.info["inner_tols"], fast.info["fixed_point_gaps"]
+    assert tols[0] == inner_tolerance(fast.tol, None)
+    assert tols[1:] == [inner_tolerance(fast.tol, r) for r in [None] + rhos[:-1]][:len(tols) - 1]
+    assert set(strict.info["inner_tols"]) == {INNER_TOL_FRACTION * 1e-4}
+    assert fast.measure_value <= fast.tol and rhos[-1] == fast.measure_value
+    assert fast.measure_value >= fast.info["inner_gaps"][-1] - 1e-12     # rho bounds the inner gap
+    assert abs(fast.objective - strict.objective) <= 10 * fast.tol * abs(strict.objective)
+
+
+def test_fast_mm_inner_pdhg_budget_and_warm_starts(monkeypatch):
+    """Every PDHG inner solve gets the INNER_MAX_ITER budget; from the second on it starts from the
+    previous solve's multipliers, step size and primal weight (no power iteration)."""
+    import cvxmetric.solvers.fantope_mm as fmm
+    calls = []
+    real = fmm.INNER_SOLVERS["pdhg"]
+
+    def spy(bound, **kw):
+        calls.append(kw)
+        return real(bound, **kw)
+    monkeypatch.setitem(fmm.INNER_SOLVERS, "pdhg", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fantope_mm(model(small(4, 0)), max_iter=3)
+        default_calls = list(calls)
+        calls.clear()
+        fantope_mm(model(small(4, 0)), max_iter=2, inner_options={"max_iter": 7, "tol": 1e-3})
+        fixed_calls = list(calls)
+    assert len(default_calls) >= 2
+    assert all(kw["max_iter"] == fmm.INNER_MAX_ITER for kw in default_calls)
+    assert not {"y0", "step_size", "primal_weight"} & set(default_calls[0])
+    for kw in default_calls[1:]:
+        assert kw["y0"] is not None and kw["step_size"] > 0 and kw["primal_weight"] > 0
+    assert res.info["inner_tols"] == [kw["tol"] for kw in default_calls]
+    assert fixed_calls and all((kw["max_iter"], kw["tol"]) == (7, 1e-3) for kw in fixed_calls)

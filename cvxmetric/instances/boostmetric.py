@@ -84,3 +84,44 @@ def _make(dataset: str, loss: str):
 for _ds in ("iris", "wine", "circles"):
     for _loss in ("hinge", "exp", "logistic"):
         _make(_ds, _loss)
+
+
+#: Large-d instances (not in the default report): a data set embedded in d dimensions by a
+#: random orthonormal map plus isotropic noise of this size relative to the data's RMS.
+#: The triplets are those of the original features; the noise keeps every difference vector
+#: full-dimensional while the optimum stays on the informative directions (low rank), as in
+#: high-dimensional data of low intrinsic dimension. Clarabel's SDP has d(d+1)/2 = 20,100
+#: variables at d = 200 (benchmarks/boostmetric_cg.py: it does not finish in 10 minutes).
+EMBEDDING_NOISE = 0.01
+
+
+def embedded_instance(dataset: str, d: int, *, n: int = 178, seed: int = 0, noise: float = EMBEDDING_NOISE,
+                      name: str | None = None) -> Instance:
+    """A hinge :func:`boostmetric_instance` of ``dataset`` with its points embedded in ``d`` dimensions.
+
+    ``X = X0 Q^T + noise * rms(X0) * G`` with ``X0`` the centred features (n, d0), ``Q`` a random
+    orthonormal (d, d0) matrix and ``G`` standard Gaussian (n, d), both from ``seed``.
+    """
+    base = boostmetric_instance(dataset, "hinge", n=n, seed=seed)
+    X0 = base.X - base.X.mean(axis=0)
+    if d < X0.shape[1]:
+        raise ValueError(f"d = {d} is below the data's dimension {X0.shape[1]}; embed into d >= {X0.shape[1]}")
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, X0.shape[1])))
+    X = X0 @ Q.T + noise * float(np.sqrt(np.mean(X0 ** 2))) * rng.standard_normal((X0.shape[0], d))
+    m = len(base.constraints)
+    return Instance("boostmetric", name or f"{dataset}-hinge-d{d}", X, base.constraints, params=dict(base.params),
+                    y=base.y, description=f"{dataset}, {X.shape[0]} points embedded in d = {d} (noise {noise:g} "
+                                          f"x RMS), {m} triplets (k = 3 + 3), hinge loss, nu = {base.params['nu']:.3g}",
+                    extra={"seed": seed})
+
+
+def _make_embedded(dataset: str, d: int):
+    @register("boostmetric", f"{dataset}-hinge-d{d}", default=False)
+    def factory(seed: int = 0) -> Instance:
+        return embedded_instance(dataset, d, seed=shifted_seed(0, seed))
+    return factory
+
+
+for _d in (200, 500):
+    _make_embedded("wine", _d)

@@ -26,9 +26,13 @@ def _fast(inst):
                        GAP_FIRST_ORDER, None),
             FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
+            # the working set stops as soon as the full problem's certified gap is within
+            # certificate_tol, earlier than plain PDHG's residual test; at such points the
+            # fast-point KKT residual of this nonsmooth problem is no optimality measure (syn-d20 seed 1: certified 4e-4, rel. gap 3e-4, KKT 0.13),
+            # so, as for the subgradient row, it is reported and the certified gap is checked
             FastSolver("qwise-pdhg-ws",
                        lambda i: solve_qwise(i.X, i.constraints, method="pdhg", working_set=True, **i.params),
-                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
+                       GAP_FIRST_ORDER, None)]
 
 
 def _kkt_truth(form, sol):
