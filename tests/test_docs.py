@@ -48,5 +48,5 @@ def test_docs_build_without_warnings(tmp_path):
             f"{page.name} shows no cell output: was {path.name} executed?")
     # the API reference documents the public modules
     for module in ("cvxmetric.certificates", "cvxmetric.solvers.result", "cvxmetric.formulations.ladder",
-                   "cvxmetric.verification.harness"):
+                   "cvxmetric.verification.harness", "cvxmetric.estimators"):
         assert (html / "generated" / f"{module}.html").is_file(), f"no API page for {module}"

@@ -1,5 +1,6 @@
 """Architecture rules of DESIGN §2: the layering, one import namespace, and that the packages
 come from this repository."""
+import ast
 import importlib
 import subprocess
 import sys
@@ -69,16 +70,79 @@ def test_wheel_installs_exactly_one_top_level_package(tmp_path):
         assert f"cvxmetric/{sub}" in names, sub
 
 
+#: The estimator layer (DESIGN §2) lives in the core's folder but sits on top of every layer: it
+#: calls the fast solvers and imports cvxpy, the formulations and the verification harness only
+#: lazily, inside the functions that need them (``solver="cvxpy"``, ``verify()``).
+ESTIMATORS = ROOT / "cvxmetric" / "estimators"
+
+
+def _layer_files(pkg):
+    return [p for p in (ROOT / pkg).rglob("*.py") if ESTIMATORS not in p.parents]
+
+
 @pytest.mark.parametrize("pkg", ["cvxmetric", "formulations", "solvers"])
 def test_lower_layers_do_not_import_verification(pkg):
-    for path in (ROOT / pkg).rglob("*.py"):
+    for path in _layer_files(pkg):
         text = path.read_text()
         assert "import cvxmetric.verification" not in text and "from cvxmetric.verification" not in text, path
 
 
 @pytest.mark.parametrize("pkg", ["cvxmetric", "solvers"])
 def test_numpy_layers_never_mention_cvxpy_imports(pkg):
-    for path in (ROOT / pkg).rglob("*.py"):
+    for path in _layer_files(pkg):
         for line in path.read_text().splitlines():
             stripped = line.strip()
             assert not stripped.startswith(("import cvxpy", "from cvxpy")), f"{path}: {line}"
+
+
+def _module_level_imports(path: Path) -> list[str]:
+    """Modules imported at module level (not inside a function) by one file, absolute names."""
+    tree = ast.parse(path.read_text())
+    package = "cvxmetric.estimators"
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names += [base] + [f"{base}.{a.name}" for a in node.names]
+    return names
+
+
+def test_estimator_layer_imports_cvxpy_formulations_and_verification_lazily():
+    """The estimators sit on top: their cvxpy / formulations / verification imports are inside functions."""
+    lazy = ("cvxpy", "cvxmetric.formulations", "cvxmetric.verification")
+    files = sorted(ESTIMATORS.rglob("*.py"))
+    assert files
+    for path in files:
+        for name in _module_level_imports(path):
+            assert not name.startswith(lazy), f"{path}: module-level import of {name}"
+
+
+BLOCK_CVXPY_ESTIMATORS = BLOCK_CVXPY.replace('print("ok")', """
+import numpy as np
+from cvxmetric import LMNN, ITML_Supervised, MMC_Supervised, Qwise_Supervised, BoostMetric, ORML
+rng = np.random.default_rng(0)
+X = rng.standard_normal((24, 3)); y = np.repeat([0, 1, 2], 8)
+est = LMNN(n_neighbors=2).fit(X, y)
+assert est.certificate_.certified
+assert "cvxpy" not in sys.modules and "cvxmetric.verification" not in sys.modules
+print("ok")
+""")
+
+
+def test_estimators_import_and_fit_without_cvxpy():
+    """``import cvxmetric`` serves the estimators lazily; a fast fit never loads cvxpy or verification."""
+    r = subprocess.run([sys.executable, "-c", BLOCK_CVXPY_ESTIMATORS], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_import_cvxmetric_does_not_load_the_estimators():
+    code = "import sys, cvxmetric; print('cvxmetric.estimators' in sys.modules, 'sklearn.base' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False"]

@@ -220,3 +220,26 @@ def test_a_method_module_that_fails_to_import_fails_its_row(monkeypatch, capsys)
     assert main(["--method", "ghost", "--no-progress"]) == 1
     out = capsys.readouterr().out
     assert "failed to import" in out and "no module named 'nowhere'" in out
+
+
+def test_verify_result_rows_a_given_result_without_solving_again():
+    """verify_result scores a result computed elsewhere (e.g. an estimator's) through the report's
+    row builder: the row passes for a certified result and fails for a tampered one."""
+    import dataclasses
+
+    from cvxmetric.solvers.qwise import solve_qwise
+    from cvxmetric.verification.harness import verify_result
+    from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER
+
+    inst = get_instance("qwise", "syn-d5")
+    res = solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params)
+    row = verify_result("qwise", inst, res, solver="given", gap_tol=GAP_FIRST_ORDER, kkt_tol=KKT_FAST_FIRST_ORDER)
+    assert set(REQUIRED_KEYS) <= set(row)
+    assert row["passed"], row["errors"]
+    assert row["solver"] == "given" and row["time_fast"] == pytest.approx(res.time)   # not solved again
+    assert row["f_fast"] == pytest.approx(res.objective, rel=1e-9)
+    # the same claims about a point twice as large: its value is not the claimed objective, nor optimal
+    tampered = dataclasses.replace(res, M=2.0 * res.M)
+    bad = verify_result("qwise", inst, tampered, solver="given", gap_tol=GAP_FIRST_ORDER)
+    assert not bad["passed"]
+    assert not bad["checks"]["value_at_agreement"]["passed"] and not bad["checks"]["rel_gap"]["passed"]

@@ -39,9 +39,9 @@ from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.formulations.ladder import LADDER, CertifiedTruth, solve_certified
 
 from . import tolerances as tol
-from .registry import MethodSpec, get_spec, list_methods
+from .registry import FastSolver, MethodSpec, get_spec, list_methods
 
-__all__ = ["Check", "verify_method", "verify_instance", "verify_cases", "score_point", "ReferenceCache",
+__all__ = ["Check", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
            "REQUIRED_KEYS", "default_cases", "find_instance_method", "BLAS_THREADS"]
 
 #: Stable keys of every row (the JSON output documented in the README).
@@ -212,6 +212,15 @@ def _contract_checks(fs, res, f_fast: float, truth: Optional[CertifiedTruth], gu
                                                         tol.BELOW_LOWER_BOUND_RTOL)
 
 
+def _truth_guard(spec: MethodSpec, ref: _Reference) -> tuple[_Guard, Optional[float]]:
+    """The ground truth's errors and checks, shared by every row of one (method, instance)."""
+    truth_guard = _Guard()
+    truth_guard.errors = list(ref.errors)
+    for msg in ref.errors:
+        truth_guard.checks[msg.split(":", 1)[0]] = Check(None, 0.0)
+    return truth_guard, _truth_checks(spec, ref, truth_guard)
+
+
 def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, kkt_truth) -> dict:
     guard = _Guard()
     guard.errors = list(truth_guard.errors)
@@ -306,11 +315,7 @@ def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCach
     except Exception as exc:   # noqa: BLE001
         return [_error_row(spec.name, instance, seed, "instance", exc)]
     ref = cache.get(spec, inst)
-    truth_guard = _Guard()
-    truth_guard.errors = list(ref.errors)
-    for msg in ref.errors:
-        truth_guard.checks[msg.split(":", 1)[0]] = Check(None, 0.0)
-    kkt_truth = _truth_checks(spec, ref, truth_guard)
+    truth_guard, kkt_truth = _truth_guard(spec, ref)
     try:
         solvers = spec.fast_solvers(inst)
     except Exception as exc:   # noqa: BLE001
@@ -322,6 +327,48 @@ def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCach
         except Exception as exc:   # noqa: BLE001
             rows.append(_error_row(spec.name, inst.name, seed, "extra_rows", exc))
     return rows
+
+
+def verify_result(method: str, instance, result, *, solver: str, gap_tol: float = tol.GAP_FIRST_ORDER,
+                  kkt_tol: Optional[float] = None, expect_converged: bool = True,
+                  cache: Optional[ReferenceCache] = None) -> dict:
+    """The harness row of a result computed elsewhere (e.g. by a fitted estimator), not re-solved.
+
+    The row is built exactly as for a fast solver of the report (:func:`_fast_row`): the given
+    ``result`` stands for the output of a :class:`~cvxmetric.verification.registry.FastSolver` whose
+    ``run`` returns it, and is scored against the certified ground truth of ``instance`` with the
+    method's checks (gap, KKT, the result contract and its certificate, method extras).
+
+    Parameters
+    ----------
+    method : str
+        Harness method name (``"lmnn"``, ``"itml"``, ...), whose spec builds the formulation.
+    instance : cvxmetric.instances.Instance
+        The problem the result solves (any name; the ground truth is computed for it).
+    result : SolverResult
+        The result to verify.
+    solver : str
+        Row label.
+    gap_tol, kkt_tol, expect_converged
+        As in :class:`~cvxmetric.verification.registry.FastSolver`.
+    cache : ReferenceCache, optional
+        Where the ground truth is cached; default a fresh cache (instances made from user data
+        need not have unique names).
+
+    Returns
+    -------
+    dict
+        One row with the report's keys (``passed``, ``checks``, ``errors``, ...). Never raises for
+        a failure inside the row; an unknown method is a ``ValueError``.
+    """
+    spec = get_spec(method)
+    if spec.load_error is not None:
+        return _error_row(spec.name, instance.name, instance.seed, "import",
+                          RuntimeError(f"the method module failed to import: {spec.load_error}"))
+    ref = (cache or ReferenceCache()).get(spec, instance)
+    truth_guard, kkt_truth = _truth_guard(spec, ref)
+    fs = FastSolver(solver, lambda _inst: result, gap_tol, kkt_tol, expect_converged)
+    return _fast_row(spec, instance, ref, fs, truth_guard, kkt_truth)
 
 
 def find_instance_method(spec: MethodSpec, instance: str) -> str:

@@ -1,0 +1,298 @@
+"""The common part of every estimator: metric-learn's ``MahalanobisMixin`` API plus certificates.
+
+A fitted estimator holds
+
+* ``result_`` — the solver's :class:`~cvxmetric.solvers.result.SolverResult` (the one result contract);
+* ``certificate_`` — a :class:`Certificate`: the optimality measure, its value and tolerance,
+  the certified lower bound and whether the fit is certified;
+* ``components_`` — the linear map ``L`` with ``M = L.T @ L`` (metric-learn's attribute);
+
+and ``verify()`` returns the verification harness' row for the fitted problem: the same checks
+``python -m cvxmetric.verification`` runs (certified cvxpy ground truth, gap, KKT, the
+certificate re-checked against the ground truth's objective), without solving the fit again.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from cvxmetric.linalg import eigh_descending
+
+from ._inputs import check_preprocessor, points_from, tuples_from
+from ._solvers import EXACT, SOLVERS, solve
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(estimator, *args, **kwargs):
+        return estimator._validate_data(*args, **kwargs)
+
+__all__ = ["Certificate", "MetricLearner", "PairsClassifierMixin", "QuadrupletsClassifierMixin",
+           "components_from_metric"]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What a fitted estimator can prove about its metric.
+
+    Attributes
+    ----------
+    solver : str
+        The algorithm that produced the fit (``result_.solver``).
+    measure : str
+        ``"certified_gap"`` (relative gap between the objective and a certified lower bound) or
+        ``"kkt_residual"`` (a relative stationarity measure, where no global bound exists).
+    value, tol : float
+        The measure at the returned metric and the tolerance it was held to.
+    objective : float
+        The objective at the returned metric.
+    lower_bound : float or None
+        A certified lower bound on the optimal value (None for ``"kkt_residual"``).
+    certified : bool
+        ``value <= tol``: the solver's ``converged``, which means exactly this.
+    status, message : str
+        The solver's status and message.
+    """
+
+    solver: str
+    measure: str
+    value: float
+    tol: float
+    objective: float
+    lower_bound: Optional[float]
+    certified: bool
+    status: str
+    message: str
+
+    @classmethod
+    def of(cls, result) -> "Certificate":
+        return cls(result.solver, result.measure, float(result.measure_value), float(result.tol),
+                   float(result.objective), result.lower_bound, bool(result.converged), result.status,
+                   result.message)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def components_from_metric(M: np.ndarray) -> np.ndarray:
+    """``L`` (d, d) with ``L.T @ L`` = the PSD part of ``M``; rows by decreasing eigenvalue."""
+    lam, V = eigh_descending(np.asarray(M, dtype=np.float64))
+    return (V * np.sqrt(np.clip(lam, 0.0, None))).T.copy()
+
+
+class MetricLearner(TransformerMixin, BaseEstimator):
+    """Base of every estimator: solver dispatch, certificates, and the Mahalanobis API.
+
+    Subclasses build an :class:`cvxmetric.instances.Instance` of the fitted problem and call
+    :meth:`_fit_instance`; everything else is shared.
+    """
+
+    #: Instance method key (the harness' method name); Qwise chooses per regularizer.
+    _method: str = ""
+
+    # ---------------------------------------------------------------- fitting
+    def _method_key(self) -> str:
+        return self._method
+
+    def _check_solver(self) -> str:
+        table = SOLVERS[self._method_key()]
+        solver = table.methods[0] if self.solver is None else self.solver
+        allowed = table.methods + (EXACT,)
+        if not isinstance(solver, str) or solver not in allowed:
+            raise ValueError(f"solver must be one of {allowed} for {type(self).__name__}"
+                             f"{self._solver_context()}; got {solver!r}")
+        return solver
+
+    def _solver_context(self) -> str:
+        return ""
+
+    def _check_common(self) -> None:
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValueError(f"solver_options must be a dict of options of the chosen solver or None; "
+                             f"got {type(self.solver_options).__name__}")
+        if self.tol is not None and not (isinstance(self.tol, (int, float)) and not isinstance(self.tol, bool)
+                                         and self.tol > 0):
+            raise ValueError(f"tol must be a positive number or None (the solver's default); got {self.tol!r}")
+        if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer))
+                                          or self.max_iter < 1):
+            raise ValueError(f"max_iter must be a positive integer or None (the solver's default); got {self.max_iter!r}")
+
+    def _fit_instance(self, inst, metric_of=None):
+        """Solve ``inst`` with the chosen solver and set the fitted attributes."""
+        solver = self._check_solver()
+        self._check_common()
+        res = solve(inst, solver, tol=self.tol, max_iter=self.max_iter, options=self.solver_options,
+                    random_state=self.random_state)
+        self.problem_ = inst
+        self.solver_ = solver
+        self.result_ = res
+        self.certificate_ = Certificate.of(res)
+        self.components_ = components_from_metric(res.M) if metric_of is None else metric_of(res)
+        self.n_iter_ = res.n_iter
+        return self
+
+    # ---------------------------------------------------------------- verification
+    def _verification_instance(self):
+        return self.problem_
+
+    def verify(self, *, gap_tol: Optional[float] = None, kkt_tol: Optional[float] = None) -> dict:
+        """The verification harness' row of the fitted problem (see ``python -m cvxmetric.verification``).
+
+        The fitted result is scored against the certified cvxpy ground truth of the same problem
+        (:func:`cvxmetric.verification.harness.verify_result`; the fit is not run again), with the
+        thresholds the harness applies to the same solver unless ``gap_tol`` / ``kkt_tol`` are given.
+        Returns the row dict; ``row["passed"]`` says whether every check passed, ``row["checks"]``
+        and ``row["errors"]`` say which did not and why. Needs cvxpy (imported here, not before).
+        """
+        check_is_fitted(self, "result_")
+        from cvxmetric.verification import tolerances
+        from cvxmetric.verification.harness import verify_result
+
+        inst = self._verification_instance()
+        if self.solver_ == EXACT:
+            default_gap, default_kkt = ("FANTOPE_MM_GAP" if inst.method == "fantope" else "GAP_FIRST_ORDER"), None
+        else:
+            default_gap, default_kkt = SOLVERS[inst.method].verify[self.solver_]
+        gap = getattr(tolerances, default_gap) if gap_tol is None else float(gap_tol)
+        kkt = (getattr(tolerances, default_kkt) if default_kkt else None) if kkt_tol is None else float(kkt_tol)
+        return verify_result(inst.method, inst, self.result_, solver=self.result_.solver, gap_tol=gap, kkt_tol=kkt)
+
+    # ---------------------------------------------------------------- Mahalanobis API (metric-learn)
+    def _points(self, X, *, reset: bool) -> np.ndarray:
+        pre = check_preprocessor(self.preprocessor)
+        if pre is not None and np.ndim(X) == 1:
+            X = points_from(X, pre)
+            if reset:
+                self.n_features_in_ = X.shape[1]
+            elif X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                 f"{self.n_features_in_} features as input")
+            return X
+        return _validate_data(self, X, reset=reset, dtype=np.float64)
+
+    def _tuples(self, tuples, size: int, name: str, *, reset: bool = False) -> np.ndarray:
+        """Tuples as points (m, size, d); ``reset`` (in ``fit``) sets ``n_features_in_``, else it is checked."""
+        T = tuples_from(tuples, size, check_preprocessor(self.preprocessor), name)
+        if reset:
+            self.n_features_in_ = T.shape[2]
+        elif hasattr(self, "n_features_in_") and T.shape[2] != self.n_features_in_:
+            raise ValueError(f"{name} have {T.shape[2]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        return T
+
+    def transform(self, X):
+        """Embed points: ``X @ components_.T`` (distances there are the learned distances).
+
+        Parameters
+        ----------
+        X : array_like, shape (n, d), or 1-D indices with a ``preprocessor``
+
+        Returns
+        -------
+        ndarray, shape (n, n_components)
+        """
+        check_is_fitted(self, "components_")
+        return self._points(X, reset=False) @ self.components_.T
+
+    def get_mahalanobis_matrix(self) -> np.ndarray:
+        """The learned PSD matrix ``M = components_.T @ components_`` (a copy)."""
+        check_is_fitted(self, "components_")
+        return self.components_.T @ self.components_
+
+    def pair_distance(self, pairs) -> np.ndarray:
+        """Learned distances :math:`\\sqrt{(x - x')^T M (x - x')}` of pairs (metric-learn's ``pair_distance``).
+
+        Parameters
+        ----------
+        pairs : array_like, shape (m, 2, d), or (m, 2) indices with a ``preprocessor``
+        """
+        check_is_fitted(self, "components_")
+        P = self._tuples(pairs, 2, "pairs")
+        diff = (P[:, 1, :] - P[:, 0, :]) @ self.components_.T
+        return np.sqrt(np.sum(diff ** 2, axis=1))
+
+    def pair_score(self, pairs) -> np.ndarray:
+        """``-pair_distance(pairs)``: a similarity, larger for closer pairs (metric-learn's ``pair_score``)."""
+        return -self.pair_distance(pairs)
+
+    def get_metric(self):
+        """A function ``metric(u, v, squared=False)`` of two points, independent of the estimator
+        (it keeps a copy of ``components_``), e.g. for ``KNeighborsClassifier(metric=...)``."""
+        check_is_fitted(self, "components_")
+        L = self.components_.copy()
+
+        def metric(u, v, squared: bool = False) -> float:
+            diff = L @ (np.asarray(u, dtype=np.float64).ravel() - np.asarray(v, dtype=np.float64).ravel())
+            dist = float(diff @ diff)
+            return dist if squared else float(np.sqrt(dist))
+        return metric
+
+
+class PairsClassifierMixin:
+    """metric-learn's pair classifier: similar (+1) when the learned distance is at most ``threshold_``."""
+
+    classes_ = np.array([-1, 1])
+
+    def decision_function(self, pairs) -> np.ndarray:
+        """``-pair_distance``: high for similar pairs."""
+        return self.pair_score(pairs)
+
+    def predict(self, pairs) -> np.ndarray:
+        """+1 (similar) where ``pair_distance <= threshold_``, else -1."""
+        check_is_fitted(self, "threshold_")
+        return np.where(-self.decision_function(pairs) <= self.threshold_, 1, -1)
+
+    def score(self, pairs, y) -> float:
+        """ROC AUC of ``decision_function`` against the pair labels (metric-learn's score)."""
+        from sklearn.metrics import roc_auc_score
+        return float(roc_auc_score(y, self.decision_function(pairs)))
+
+    def set_threshold(self, threshold):
+        """Set the distance threshold of :meth:`predict`."""
+        check_is_fitted(self, "components_")
+        try:
+            self.threshold_ = float(threshold)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"threshold must be a real number; got {threshold!r}") from exc
+        return self
+
+    def calibrate_threshold(self, pairs_valid, y_valid, strategy: str = "accuracy"):
+        """Choose ``threshold_`` maximising the accuracy on ``(pairs_valid, y_valid)``.
+
+        Only metric-learn's default ``strategy="accuracy"`` is provided (the others raise).
+        """
+        if strategy != "accuracy":
+            raise ValueError(f"strategy must be 'accuracy' (the only calibration provided); got {strategy!r}")
+        from ._inputs import pair_labels
+        dist = self.pair_distance(pairs_valid)
+        similar = pair_labels(y_valid, dist.shape[0])
+        order = np.argsort(dist, kind="stable")
+        d_sorted, s_sorted = dist[order], similar[order]
+        # threshold below every distance (all dissimilar), then at each sorted distance
+        correct = np.concatenate([[np.sum(~s_sorted)], np.sum(~s_sorted) + np.cumsum(np.where(s_sorted, 1, -1))])
+        best = int(np.argmax(correct))
+        self.threshold_ = float(d_sorted[best - 1]) if best > 0 else float(d_sorted[0]) - 1.0
+        return self
+
+
+class QuadrupletsClassifierMixin:
+    """metric-learn's quadruplet classifier: +1 when the first pair is the closer one."""
+
+    classes_ = np.array([-1, 1])
+
+    def decision_function(self, quadruplets) -> np.ndarray:
+        """``pair_distance(c, d) - pair_distance(a, b)``: positive when (a, b) is the closer pair."""
+        check_is_fitted(self, "components_")
+        Q = self._tuples(quadruplets, 4, "quadruplets")
+        return self.pair_score(Q[:, :2]) - self.pair_score(Q[:, 2:])
+
+    def predict(self, quadruplets) -> np.ndarray:
+        return np.sign(self.decision_function(quadruplets))
+
+    def score(self, quadruplets) -> float:
+        """Share of quadruplets whose first pair is predicted closer (metric-learn's score)."""
+        return float(self.predict(quadruplets).mean() / 2 + 0.5)

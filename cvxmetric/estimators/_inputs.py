@@ -1,0 +1,100 @@
+"""Input conventions of the estimators, after metric-learn's ``check_input`` and preprocessors.
+
+Weakly supervised estimators take *tuples* of points: an array of shape ``(m, k, d)`` (``k = 2``
+for pairs, 4 for quadruplets), or an integer array of shape ``(m, k)`` of indices together with a
+``preprocessor`` — an array ``X`` (a tuple of indices ``t`` stands for ``X[t]``) or a callable
+mapping an index array to the points. Supervised estimators and ``transform`` take points of
+shape ``(n, d)``, or (with a preprocessor) a 1-D array of indices.
+
+The solvers need a point set and index tuples into it: :func:`canonical_tuples` builds both from
+any of the accepted forms in one way — the distinct points of the tuples (``numpy.unique``,
+rows) and the tuples as indices into them — so the same tuples given as points or as indices
+with a preprocessor produce bit-identical problems and results.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cvxmetric._checks import as_data_matrix
+
+__all__ = ["check_preprocessor", "points_from", "tuples_from", "canonical_tuples", "pair_labels"]
+
+
+class _ArrayIndexer:
+    """An array preprocessor: indices ``t`` stand for the rows ``X[t]``."""
+
+    def __init__(self, X):
+        self.X = as_data_matrix(X, "preprocessor")
+
+    def __call__(self, indices):
+        return self.X[indices]
+
+
+def check_preprocessor(preprocessor):
+    """``None``, a callable, or an array turned into a row indexer (metric-learn's convention)."""
+    if preprocessor is None or callable(preprocessor):
+        return preprocessor
+    try:
+        return _ArrayIndexer(preprocessor)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"preprocessor must be None, an array of points (n, d) or a callable mapping indices "
+                         f"to points; got {type(preprocessor).__name__} ({exc})") from exc
+
+
+def _indices(arr: np.ndarray, name: str) -> np.ndarray:
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} with a preprocessor must hold integer indices; got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def points_from(X, preprocessor, name: str = "X") -> np.ndarray:
+    """Points ``(n, d)``: ``X`` itself, or, with a preprocessor, the points of a 1-D index array."""
+    arr = np.asarray(X)
+    if arr.ndim == 1 and preprocessor is not None:
+        return as_data_matrix(preprocessor(_indices(arr, name)), name)
+    if arr.ndim == 1:
+        raise ValueError(f"{name} is 1-D: give points of shape (n, d), or indices together with a preprocessor "
+                         "(e.g. preprocessor=X_all)")
+    return as_data_matrix(X, name)
+
+
+def tuples_from(tuples, size: int, preprocessor, name: str) -> np.ndarray:
+    """Tuples as points, shape ``(m, size, d)``, from points or from indices and a preprocessor."""
+    arr = np.asarray(tuples)
+    kind = {2: "pairs", 3: "triplets", 4: "quadruplets"}.get(size, f"{size}-tuples")
+    if arr.ndim == 2 and preprocessor is not None:
+        if arr.shape[1] != size:
+            raise ValueError(f"{name} as indices must have shape (m, {size}) ({kind}); got {arr.shape}")
+        idx = _indices(arr, name)
+        pts = np.asarray(preprocessor(idx.reshape(-1)), dtype=np.float64)
+        if pts.ndim != 2 or pts.shape[0] != idx.size:
+            raise ValueError(f"the preprocessor must map {idx.size} indices to {idx.size} points (an array of shape "
+                             f"({idx.size}, d)); got shape {pts.shape}")
+        arr = pts.reshape(idx.shape[0], size, pts.shape[1])
+    elif arr.ndim == 2:
+        raise ValueError(f"{name} is 2-D: give {kind} as points, shape (m, {size}, d), or as indices of shape "
+                         f"(m, {size}) together with a preprocessor (an array of points or a callable)")
+    if arr.ndim != 3 or arr.shape[1] != size:
+        raise ValueError(f"{name} must have shape (m, {size}, d) ({kind} of points); got {np.shape(arr)}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty; give at least one of the {kind}")
+    flat = as_data_matrix(arr.reshape(-1, arr.shape[2]), name)
+    return flat.reshape(arr.shape)
+
+
+def canonical_tuples(tuples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, idx)``: the distinct points of ``tuples`` (m, k, d) and the tuples as row indices of ``X``."""
+    m, k, d = tuples.shape
+    X, inverse = np.unique(tuples.reshape(-1, d), axis=0, return_inverse=True)
+    return X, inverse.reshape(m, k).astype(np.int64)
+
+
+def pair_labels(y, m: int) -> np.ndarray:
+    """Pair labels as a bool array (True: similar), from +1 / -1 labels (metric-learn's convention)."""
+    arr = np.asarray(y)
+    if arr.shape != (m,):
+        raise ValueError(f"y must have one label per pair, shape ({m},); got {arr.shape}")
+    if arr.dtype.kind not in "iuf" or not np.all(np.isin(arr, (-1, 1))):
+        raise ValueError("y must hold +1 (similar pair) or -1 (dissimilar pair) for every pair; got the values "
+                         f"{np.unique(arr)[:5].tolist()}")
+    return arr == 1

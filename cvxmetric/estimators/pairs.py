@@ -1,0 +1,206 @@
+"""ITML and MMC as scikit-learn estimators: from labelled pairs (metric-learn's ``ITML``, ``MMC``)
+or from class labels (``ITML_Supervised``, ``MMC_Supervised``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from cvxmetric._checks import zero_length_mask
+from cvxmetric.constraints import ConstraintSet
+
+from ._base import MetricLearner, PairsClassifierMixin
+from ._inputs import canonical_tuples, pair_labels
+from ._labels import points_and_labels
+from ._solvers import make_instance_itml, make_instance_mmc
+from ._supervision import label_pairs
+
+__all__ = ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised"]
+
+_COMMON = """solver_options : dict, optional
+        Further options of the chosen solver (an option it does not take raises ValueError).
+    preprocessor : array or callable, optional
+        metric-learn's preprocessor: pairs (and points) may then be given as indices.
+    random_state : None, int or Generator
+        Seed of every random choice (pairs drawn from labels, ITML's visiting order)."""
+
+
+class _PairsLearner(PairsClassifierMixin, MetricLearner):
+    """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1."""
+
+    def _pairs_problem(self, pairs, y):
+        P = self._tuples(pairs, 2, "pairs", reset=True)
+        similar = pair_labels(y, P.shape[0])
+        X, idx = canonical_tuples(P)
+        return X, idx[similar], idx[~similar]
+
+    def fit(self, pairs, y, calibration_params=None):
+        """Learn the metric from pairs and their labels (+1 similar, -1 dissimilar); then
+        calibrate ``threshold_`` on them (``calibration_params`` go to :meth:`calibrate_threshold`)."""
+        X, S, D = self._pairs_problem(pairs, y)
+        self._fit_pairs(X, S, D)
+        return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
+
+
+class _ITMLBase(MetricLearner):
+    _method = "itml"
+
+    def _fit_itml(self, X, S, D, bounds):
+        if bounds is None:
+            from cvxmetric.itml import default_bounds
+            u, l = default_bounds(X, S, D)
+        else:
+            u, l = (float(b) for b in np.asarray(bounds, dtype=np.float64).reshape(2))
+        cons = (ConstraintSet.from_pairs(S, similar=True, bound=u)
+                + ConstraintSet.from_pairs(D, similar=False, bound=l))
+        self.bounds_ = np.array([u, l])
+        return self._fit_instance(make_instance_itml(X, cons, gamma=self.gamma, prior=self.prior))
+
+
+class ITML(_PairsLearner, _ITMLBase):
+    r"""Information-theoretic metric learning (Davis et al. 2007) from labelled pairs.
+
+    .. math::
+        \min_{M \succ 0, \xi}\ D_{ld}(M, M_0) + \gamma \sum_c \Big(\frac{\xi_c}{\xi^0_c}
+        - \log\frac{\xi_c}{\xi^0_c} - 1\Big)
+        \ \text{s.t.}\ D_M(p) \le \xi_c\ (p\ \text{similar}),\ D_M(p) \ge \xi_c\ (p\ \text{dissimilar}),
+
+    :math:`\xi^0 = u` on similar and :math:`l` on dissimilar pairs. ``bounds`` (``fit``) are
+    ``(u, l)`` on **squared** distances; default their 5th/95th percentiles over the pairs
+    (metric-learn uses unsquared distances there). ``fit(pairs, y)``: ``y`` is +1 / -1.
+
+    Parameters
+    ----------
+    gamma : float
+        Slack trade-off (> 0).
+    prior : array (d, d), optional
+        The prior metric :math:`M_0` (positive definite; default the identity).
+    solver : {"bregman", "cvxpy"} or None
+        Cyclic Bregman projections (default) or the exact certified cvxpy solve.
+    tol, max_iter : optional
+        Certified relative gap and sweep limit of the solver; None: its defaults.
+    {common}
+    """
+
+    def __init__(self, gamma=1.0, prior=None, solver=None, tol=None, max_iter=None, solver_options=None,
+                 preprocessor=None, random_state=None):
+        self.gamma = gamma
+        self.prior = prior
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+
+    def fit(self, pairs, y, bounds=None, calibration_params=None):
+        """Learn from pairs and labels (+1 / -1); ``bounds = (u, l)`` on squared distances."""
+        X, S, D = self._pairs_problem(pairs, y)
+        self._fit_itml(X, S, D, bounds)
+        return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
+
+
+class ITML_Supervised(_ITMLBase):
+    r"""ITML from class labels: ``n_constraints`` similar and as many dissimilar pairs drawn from ``y``.
+
+    Pairs joining identical points are dropped (ITML rejects zero-length pairs). Parameters as in
+    :class:`ITML`, plus ``n_constraints`` (default ``20 * n_classes**2``, metric-learn's).
+    """
+
+    def __init__(self, gamma=1.0, n_constraints=None, prior=None, solver=None, tol=None, max_iter=None,
+                 solver_options=None, preprocessor=None, random_state=None):
+        self.gamma = gamma
+        self.n_constraints = n_constraints
+        self.prior = prior
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+
+    def fit(self, X, y, bounds=None):
+        """Learn from points ``X`` (n, d) and labels ``y``; ``bounds = (u, l)`` on squared distances."""
+        X, y = points_and_labels(self, X, y)
+        S, D = label_pairs(y, self.n_constraints, self.random_state)
+        S = S[~zero_length_mask(X[S[:, 0]] - X[S[:, 1]], X)]
+        D = D[~zero_length_mask(X[D[:, 0]] - X[D[:, 1]], X)]
+        if len(S) == 0 or len(D) == 0:
+            raise ValueError("every similar (or every dissimilar) pair drawn from y joins identical points; "
+                             "ITML needs pairs of distinct points")
+        return self._fit_itml(X, S, D, bounds)
+
+
+class _MMCBase(MetricLearner):
+    _method = "mmc"
+
+    def _fit_mmc(self, X, S, D):
+        if len(S) == 0 or len(D) == 0:
+            raise ValueError("MMC needs at least one similar and one dissimilar pair")
+        # dissimilar weights 1/|D|: the constraint asks the *mean* dissimilar distance to be >= 1
+        cons = (ConstraintSet.from_pairs(S, similar=True, bound=0.0)
+                + ConstraintSet.from_pairs(D, similar=False, bound=0.0, weight=1.0 / len(D)))
+        return self._fit_instance(make_instance_mmc(X, cons))
+
+
+_MMC_DOC = r"""
+
+    .. math::
+        \min_{M \succeq 0}\ \sum_{S} D_M(p) \quad \text{s.t.}\quad \frac{1}{|D|}\sum_{D} \sqrt{D_M(p)} \ge 1
+
+    (Xing et al. 2002; the mean dissimilar distance is 1 at the solution, which fixes MMC's scale).
+    Solved in the equivalent max form by projected gradient ascent with the exact projection and a
+    certified gap (``solver="ascent"``, default) or exactly (``"cvxpy"``).
+"""
+
+
+class MMC(_PairsLearner, _MMCBase):
+    __doc__ = ("Mahalanobis metric for clustering from labelled pairs (``fit(pairs, y)``, ``y`` +1 / -1)."
+               + _MMC_DOC + """
+    Parameters
+    ----------
+    solver : {"ascent", "cvxpy"} or None
+    tol, max_iter : optional
+        Certified relative gap and iteration limit; None: the solver's defaults.
+    """ + _COMMON)
+
+    def __init__(self, solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None,
+                 random_state=None):
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+
+    def _fit_pairs(self, X, S, D):
+        return self._fit_mmc(X, S, D)
+
+
+class MMC_Supervised(_MMCBase):
+    __doc__ = ("MMC from class labels: ``n_constraints`` similar and as many dissimilar pairs drawn from ``y``."
+               + _MMC_DOC + """
+    Parameters
+    ----------
+    n_constraints : int, optional
+        Pairs of each kind (default ``20 * n_classes**2``, metric-learn's).
+    solver, tol, max_iter
+        As in :class:`MMC`.
+    """ + _COMMON)
+
+    def __init__(self, n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None,
+                 preprocessor=None, random_state=None):
+        self.n_constraints = n_constraints
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Learn from points ``X`` (n, d) and class labels ``y``."""
+        X, y = points_and_labels(self, X, y)
+        S, D = label_pairs(y, self.n_constraints, self.random_state)
+        return self._fit_mmc(X, S, D)
+
+
+ITML.__doc__ = ITML.__doc__.replace("{common}", _COMMON)

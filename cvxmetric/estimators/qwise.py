@@ -1,0 +1,155 @@
+"""Quadruplet-wise metric learning (thesis ch. 2-3) as scikit-learn estimators.
+
+``Qwise`` learns from quadruplets like metric-learn's ``LSML`` (in ``(a, b, c, d)`` the pair
+``(a, b)`` should be closer than ``(c, d)``); ``Qwise_Supervised`` from class labels.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cvxmetric.constraints import ConstraintSet
+
+from ._base import MetricLearner, QuadrupletsClassifierMixin
+from ._inputs import canonical_tuples
+from ._labels import points_and_labels
+from ._solvers import make_instance_qwise
+from ._supervision import label_pairs
+
+__all__ = ["Qwise", "Qwise_Supervised", "REGULARIZERS"]
+
+#: The regularizers Omega of the estimators.
+REGULARIZERS = ("trace", "frobenius", "fantope")
+
+_DOC = r"""
+
+    .. math::
+        \min_{M \succeq 0}\ \text{reg\_weight}\ \Omega(M) + C_Q \sum_q w_q\,
+        [\text{margin} + D_M(a, b) - D_M(c, d)]_+
+
+    with :math:`\Omega = \mathrm{tr}\,M` (``"trace"``), :math:`\tfrac12\|M\|_F^2` (``"frobenius"``) or,
+    for ``"fantope"``, the sum of the ``d - rank`` smallest eigenvalues of :math:`M` plus
+    ``trace_weight`` :math:`\mathrm{tr}\,M` (Fantope regularization, thesis ch. 3: not convex; the
+    fit is a certified critical point, measure ``"kkt_residual"``).
+
+    Parameters
+    ----------
+    regularizer : {"trace", "frobenius", "fantope"}
+    reg_weight : float
+        Weight of :math:`\Omega` (>= 0).
+    C_Q : float
+        Weight of the quadruplet hinge losses.
+    margin : float
+        The margin :math:`\delta` every quadruplet asks for.
+    rank : int, optional
+        Target rank ``e`` of the Fantope regularizer (required for ``"fantope"``, ``1 <= rank < d``).
+    trace_weight : float
+        The extra :math:`\gamma\,\mathrm{tr}\,M` of Fantope + trace (``"fantope"`` only).
+    solver : str or None
+        ``"pdhg"`` (default) or ``"subgradient"`` for trace / frobenius; ``"mm"`` (default,
+        majorization-minimization with PDHG inner solves), ``"subgradient"`` (thesis alg. 2) or
+        ``"factor"`` (the non-convex baseline over ``L`` of rank ``rank``) for fantope; ``"cvxpy"``:
+        the exact certified solve (fantope: the reference MM). The names are the ``method=`` values
+        of :func:`cvxmetric.solvers.solve_qwise` and :func:`cvxmetric.solvers.solve_fantope`.
+    tol, max_iter : optional
+        The solver's tolerance and iteration limit (fantope ``"mm"``: outer iterations); None: defaults.
+    solver_options : dict, optional
+        Further options of the chosen solver (an option it does not take raises ValueError).
+    preprocessor : array or callable, optional
+        metric-learn's preprocessor: tuples (and points) may then be given as indices.
+    random_state : None, int or Generator
+        Seed of every random choice (``Qwise_Supervised``: the quadruplets drawn from labels).
+"""
+
+
+class _QwiseBase(MetricLearner):
+
+    def _method_key(self) -> str:
+        return "fantope" if self.regularizer == "fantope" else "qwise"
+
+    def _solver_context(self) -> str:
+        return f" with regularizer={self.regularizer!r}"
+
+    def _fit_quadruplets(self, X, idx, weights=None):
+        if self.regularizer not in REGULARIZERS:
+            raise ValueError(f"regularizer must be one of {REGULARIZERS}; got {self.regularizer!r}")
+        d = X.shape[1]
+        if self.regularizer == "fantope":
+            if isinstance(self.rank, bool) or not isinstance(self.rank, (int, np.integer)) or not 1 <= self.rank < d:
+                raise ValueError(f"regularizer='fantope' needs rank, an integer in [1, d) = [1, {d}) (the target "
+                                 f"rank of M); got rank={self.rank!r}")
+        else:
+            if self.rank is not None:
+                raise ValueError(f"rank applies to regularizer='fantope' only; got rank={self.rank!r} with "
+                                 f"regularizer={self.regularizer!r} (leave rank=None)")
+            if self.trace_weight:
+                raise ValueError(f"trace_weight applies to regularizer='fantope' only (trace: use "
+                                 f"regularizer='trace' and reg_weight); got trace_weight={self.trace_weight!r}")
+        cons = ConstraintSet.from_quadruplets(idx, delta=self.margin, weight=1.0 if weights is None else weights)
+        inst = make_instance_qwise(X, cons, regularizer=self.regularizer, reg_weight=self.reg_weight, C_Q=self.C_Q,
+                                   C_P=1.0, rank=self.rank, trace_weight=self.trace_weight)
+        return self._fit_instance(inst)
+
+    def _verification_instance(self):
+        if self.problem_.method != "fantope":
+            return self.problem_
+        from ._solvers import fantope_verify_instance
+        return fantope_verify_instance(self.problem_, self.result_)
+
+
+class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
+    __doc__ = ("Metric learning from quadruplets ``(a, b, c, d)``: the pair (a, b) should be closer than (c, d)."
+               + _DOC)
+
+    def __init__(self, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, rank=None, trace_weight=0.0,
+                 solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None, random_state=None):
+        self.regularizer = regularizer
+        self.reg_weight = reg_weight
+        self.C_Q = C_Q
+        self.margin = margin
+        self.rank = rank
+        self.trace_weight = trace_weight
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+
+    def fit(self, quadruplets, weights=None):
+        """Learn from quadruplets ``(m, 4, d)`` (or ``(m, 4)`` indices with a preprocessor) and
+        optional per-quadruplet ``weights`` (metric-learn's ``LSML.fit`` signature)."""
+        Q = self._tuples(quadruplets, 4, "quadruplets", reset=True)
+        X, idx = canonical_tuples(Q)
+        return self._fit_quadruplets(X, idx, weights)
+
+
+class Qwise_Supervised(_QwiseBase):
+    __doc__ = ("Qwise from class labels: quadruplets (a, b, c, d) of a same-class pair (a, b) and a "
+               "different-class pair (c, d), ``n_constraints`` of them drawn from ``y``." + _DOC + """
+    n_constraints : int, optional
+        Number of quadruplets (default ``20 * n_classes**2``, metric-learn's count of pairs).
+    """)
+
+    def __init__(self, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, rank=None, trace_weight=0.0,
+                 n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None,
+                 preprocessor=None, random_state=None):
+        self.regularizer = regularizer
+        self.reg_weight = reg_weight
+        self.C_Q = C_Q
+        self.margin = margin
+        self.rank = rank
+        self.trace_weight = trace_weight
+        self.n_constraints = n_constraints
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.preprocessor = preprocessor
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Learn from points ``X`` (n, d) and class labels ``y``."""
+        X, y = points_and_labels(self, X, y)
+        S, D = label_pairs(y, self.n_constraints, self.random_state)
+        m = min(len(S), len(D))
+        return self._fit_quadruplets(X, np.hstack([S[:m], D[:m]]))
