@@ -15,7 +15,9 @@ put many constraints on few points (2,000), the setting of the shared-point oper
 For each size it prints the build time (data, model, pair table), the solve time, the iterations,
 the milliseconds per iteration beside the measured **floor** (the products one iteration cannot
 avoid, each timed alone on the same model: K M -- through the rank-r factor of the returned point
-where the solver uses it --, K* y, and one d x d eigendecomposition), their ratio, and the
+where the solver uses it --, K* y, and the eigendecomposition of the projection, partial where the
+solver uses it), their ratio, the same floor through difference vectors (the operators before
+issue 9: one (d x d) product per constraint half), and the
 certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
 solver's own certified lower bound). With ``--peers``, SCS (at its default accuracy, eps 1e-4, as
 a user runs it) and Clarabel (the project's ground-truth settings) solve the cvxpy twin in a child
@@ -67,17 +69,17 @@ class Size:
     note: str = ""
 
 
+_TOO_BIG = ("the cvxpy twin has {nnz:.1e} coefficient nonzeros, {times:.0f}x those of d = 100 with 10^4 "
+            "constraints (5.1e7), which needs 12-15 GB and does not finish in 600 s (issue 9)")
 SIZES = {
     # the harness instance syn-d50-m10000; certified to 1e-4, the accuracy of the SCS comparison
     "d50-m1e4": Size(50, 8000, 10_000, seed=0, certificate_tol=1e-4, peers_fit=True),   # registry seed
-    "d50-m1e5": Size(50, 2000, 100_000, seed=5001),
-    "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002),
-    "d500-m1e4": Size(500, 2000, 10_000, seed=5003),
-    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004),
+    "d50-m1e5": Size(50, 2000, 100_000, seed=5001, note=_TOO_BIG.format(nnz=1.275e8, times=2.5)),
+    "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002, note=_TOO_BIG.format(nnz=1.275e9, times=25)),
+    "d500-m1e4": Size(500, 2000, 10_000, seed=5003, note=_TOO_BIG.format(nnz=1.25e9, times=25)),
+    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98)),
 }
 QUICK = {"quick-d10": Size(10, 200, 3000, seed=7, peers_fit=True)}
-PEERS_SKIPPED = ("cvxpy with SCS or Clarabel does not solve d = 100 with 10^4 constraints in 600 s "
-                 "(12-15 GB, issue 9): not run at this size")
 
 
 def build(name: str, size: Size):
@@ -106,6 +108,7 @@ def _best_time(fn, repeats: int = FLOOR_REPEATS) -> float:
 def floor(model, M: np.ndarray, y: np.ndarray) -> dict:
     """Seconds of the products of one iteration, each timed alone: K M (as the solver computes it at
     ``M``: the rank-r factor where the cost model takes it), K* y, one eigendecomposition."""
+    from cvxmetric.linalg import project_psd
     from cvxmetric.solvers.pdhg import _ScaledOperator
 
     op = _ScaledOperator(model)
@@ -115,9 +118,14 @@ def floor(model, M: np.ndarray, y: np.ndarray) -> dict:
     t_K = _best_time(lambda: op.apply(M, eig=(lam, V)))
     t_Kt = _best_time(lambda: op.adjoint(y_scaled))
     A = M - 1e-3 * op.adjoint(y_scaled)
-    t_eig = _best_time(lambda: np.linalg.eigh(A))
+    t_eig = _best_time(lambda: project_psd(A, return_eig=True, partial=None))
+    # the same products through one difference vector per constraint (today's path before issue 9)
+    geom, y_unscaled = model.geometry, np.asarray(y)
+    t_diff = _best_time(lambda: geom.values(M, path="differences"), 2) \
+        + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
     r = int(np.count_nonzero(lam > 0))
     return {"K": t_K, "Kt": t_Kt, "eig": t_eig, "total": t_K + t_Kt + t_eig, "rank": r,
+            "differences": t_diff + t_eig,
             "path_K": model.geometry.operator_path("K")[0], "path_Kt": model.geometry.operator_path("Kt")[0]}
 
 
@@ -177,12 +185,14 @@ def run_peer(name: str, size: Size, solver: str, cap: float) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'iters':>6s} "
-          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'cert. gap':>10s}  status  (floor: K M [path, rank] + K* y [path] + eigh)")
+          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'diff. floor':>11s} {'cert. gap':>10s}  status  "
+          f"(floor: K M [path, rank] + K* y [path] + eigh)")
     for r in rows:
         s, fl = r["size"], r["floor"]
         gap = "-" if r["gap"] is None else f"{r['gap']:.1e}"
         print(f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} {r['iters']:6d} "
-              f"{r['ms_iter']:8.2f} {1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} {gap:>10s}  "
+              f"{r['ms_iter']:8.2f} {1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} "
+              f"{1e3 * fl['differences']:11.2f} {gap:>10s}  "
               f"{r['status']}  ({1e3 * fl['K']:.1f} [{fl['path_K']}, r={fl['rank']}] + {1e3 * fl['Kt']:.1f} "
               f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f})", flush=True)
 
@@ -192,7 +202,7 @@ def print_peers(r: dict, peers: dict) -> None:
           f"{'none' if r['lower'] is None else format(r['lower'], '.10g')}):")
     for solver, p in peers.items():
         if p is None:
-            print(f"    {solver:9s} {PEERS_SKIPPED}")
+            print(f"    {solver:9s} not run at this size: {r['size'].note}")
             continue
         gap = "-" if p["value"] is None or r["lower"] is None else f"{relative_gap(p['value'], r['lower']):.1e}"
         speed = f"{p['time'] / r['time']:.1f}x ours" if p["value"] is not None else "-"

@@ -320,7 +320,8 @@ class PDHGState:
         """
         eta, omega = self.eta, self.omega
         tau, sigma = eta / omega, eta * omega
-        M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q), return_eig=True)
+        M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q), return_eig=True,
+                                    partial=None)
         KM_new = self.op.apply(M_new, eig=(lam, V))
         y_new = np.clip(self.y + sigma * (self.ds + 2.0 * KM_new - self.KM), 0.0, self.cs)
         self.n_iter += 1
