@@ -268,6 +268,7 @@ def test_same_iterates_as_before_the_state_object(case, monkeypatch):
     n_iter, n_restarts, rejected, objective = BEFORE_STATE_OBJECT[case]
     with monkeypatch.context() as mp:
         mp.setattr(mod, "REPAIR_DECAY", math.inf)
+        mp.setattr(mod, "REPAIR_BUDGET", math.inf)
         res = pdhg(CASES[case][0](0))
     assert (res.n_iter, res.info["restarts"], res.info["rejected_steps"]) == (n_iter, n_restarts, rejected)
     assert abs(res.objective - objective) <= 1e-9 * abs(objective)
