@@ -61,6 +61,9 @@ COST_SCALAR = 2.0e-9
 #: fixed cost of one call (Python and allocation overhead) of each path (points: a dozen numpy
 #: calls, the sparse matrix wrapper; measured 0.1-0.4 ms on small instances under load).
 COST_CALL = {"differences": 2.0e-5, "points": 3.0e-4}
+#: one entry of the (rows, J) output of ``values_rank_one``, per row (pairs, then constraints) and
+#: column: per-column gathers and squares, measured 0.2-0.3 s for m = 1e5, J = 20-40 under load.
+COST_RANK_ONE = 1.2e-8
 #: building a pair table, per half (two sorts of integer keys and the CSR pattern).
 COST_BUILD = 1.5e-7
 #: The Gram form of the points path stores an n x n matrix: not beyond this many points.
@@ -287,6 +290,14 @@ class QuadrupletGeometry:
         costs, _ = self._costs(r, None)
         k = 0 if which == "K" else 1
         return min(costs["points"][k], costs["differences"][k])
+
+    def rank_one_cost(self, J: int) -> float:
+        """Modelled seconds of :meth:`values_rank_one` with ``J`` columns (the cheaper path)."""
+        halves = self.u_rows.size + self.v_rows.size
+        n_points = min(self.X.shape[0], 2 * halves)
+        diff = halves * J * (self.d * COST_GEMM + COST_RANK_ONE)
+        points = n_points * self.d * J * COST_GEMM + (halves + 2 * self.m) * J * COST_RANK_ONE + COST_CALL["points"]
+        return min(diff, points)
 
     def operator_path(self, which: str = "K", *, r: int | None = None, n_rows: int | None = None,
                       path: str | None = None) -> tuple[str, bool]:

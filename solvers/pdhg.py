@@ -131,10 +131,11 @@ POWER_ITERATIONS = 15
 #: that barely moved gives a bound that barely moved. Measured on syn-d50-m10000: 9 repairs instead
 #: of 19, the repairs were 2/3 of the time, same iterations and certified gap.
 REPAIR_DECAY = 0.5
-#: ... and only while its passes stay within this multiple of the iterations so far (a repair step
-#: costs about one iteration: one K and one K* pass over the constraints, up to REPAIR_STEPS steps).
-#: Measured on d = 50, 10^6 quadruplets (2,000 points) before this budget: 11.7x the iteration floor
-#: per iteration, most of it in repairs at checks where the bound was still far.
+#: ... and only while the modelled cost of the repairs (REPAIR_STEPS steps, each one
+#: ``values_rank_one`` over the negative directions of the dual matrix and one K*; the cost model of
+#: :mod:`cvxmetric.hinge`) stays within this multiple of the modelled cost of the iterations so far.
+#: Measured on d = 50, 10^6 quadruplets (2,000 points) without it: 11.7x the iteration floor per
+#: iteration, most of it in repairs (a repair step there costs ~10 iterations).
 REPAIR_BUDGET = 1.0
 #: Restart thresholds of cuPDLP: sufficient decay, necessary decay, artificial restart fraction.
 BETA_SUFFICIENT = 0.2
@@ -220,7 +221,7 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
 class _Score:
     """Optimality measures of one point (see the module docstring)."""
 
-    __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2")
+    __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -264,8 +265,9 @@ class PDHGState:
         Restart bookkeeping.
     best_f, best_M, best_lb, cert_y, last
         Best objective and its point, best bound and its multipliers, last candidate score.
-    err_at_repair, n_repairs
-        Relative restart error of the point the certificate was last repaired at; repairs so far.
+    err_at_repair, n_repairs, repair_cost
+        Relative restart error of the point the certificate was last repaired at; repairs so far
+        and their modelled cost (seconds of the cost model).
     history, trace : list
         Per check: the objective of the current iterate, and the trace row (see :func:`pdhg`).
     """
@@ -301,6 +303,7 @@ class PDHGState:
         self.best_lb, self.cert_y = None, None
         self.err_at_repair = math.inf
         self.n_repairs = 0
+        self.repair_cost = self._repair_estimate = 0.0
         self.last = None
         self.history: list[float] = []
         self.trace: list[tuple] = []
@@ -371,7 +374,8 @@ class PDHGState:
         size = max(abs(f), abs(dual_val))
         rel_dual = _ratio(dual_res, max(float(np.linalg.norm(G)), float(np.linalg.norm(KTy_))))
         return _Score(f=f, dual_res=dual_res, lag_gap=lag_gap, err=err, rel_err=_ratio(err, size),
-                      rel_dual=rel_dual, rel_gap=_ratio(abs(lag_gap), size), M=M_, y=y_, norm2=norm2)
+                      rel_dual=rel_dual, rel_gap=_ratio(abs(lag_gap), size), M=M_, y=y_, norm2=norm2,
+                      n_neg=int(np.count_nonzero(neg)))
 
     def _average(self) -> tuple:
         w = self.w_sum
@@ -381,9 +385,15 @@ class PDHGState:
         """Whether this check runs the targeted repair of the certificate: the residual test holds
         (then the stop waits for the certificate), or the candidate's relative restart error fell
         by ``REPAIR_DECAY`` since the last repair and the repairs stay within ``REPAIR_BUDGET``."""
+        geom = self.model.geometry
+        # modelled cost (cvxmetric.hinge cost model, so the schedule is the same in every run): a
+        # repair step is one values_rank_one over the negative directions and one K*; an iteration
+        # one K and one K*
+        self._repair_estimate = REPAIR_STEPS * (geom.rank_one_cost(max(cand.n_neg, 1)) + geom.product_cost("Kt"))
         if max(cand.rel_dual, cand.rel_err) <= tol:
             return True
-        within = (self.n_repairs + 1) * REPAIR_STEPS <= REPAIR_BUDGET * self.n_iter
+        iteration = geom.product_cost("K") + geom.product_cost("Kt")
+        within = self.repair_cost + self._repair_estimate <= REPAIR_BUDGET * self.n_iter * iteration
         return within and cand.rel_err <= REPAIR_DECAY * self.err_at_repair
 
     def certify(self, points, tol: float, repair: bool = True) -> Optional[float]:
@@ -400,6 +410,7 @@ class PDHGState:
             KTy_, y_, sc = min(points, key=lambda p: p[2].err)
             self.err_at_repair = sc.rel_err
             self.n_repairs += 1
+            self.repair_cost += self._repair_estimate
             b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_)
             if b is not None and (lb is None or b > lb):
                 lb, lb_y = b, yb
