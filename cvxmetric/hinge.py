@@ -10,6 +10,25 @@ nothing), and never forms a :math:`d \times d` matrix per constraint.
 (:math:`A_q = C_{ij} - C_{kl}`) with an *incremental* subgradient (thesis sec. 2.3.3): it keeps
 :math:`G = \sum_{q \in \mathcal{N}^+} c_q A_q` and, when the violated set changes, adds and removes
 only the constraints that changed side.
+
+Two forms of the operators
+--------------------------
+:math:`K M = (\langle M, A_q\rangle)_q` and :math:`K^* c = \sum_q c_q A_q` have two exact forms,
+chosen per call by a measured cost model (:func:`operator_costs`; ``path=`` forces one):
+
+* ``"differences"``: one difference vector per non-degenerate half, :math:`\langle M, u u^\top\rangle
+  = u^\top M u` and :math:`\sum c\, u u^\top = U^\top \mathrm{diag}(c) U`: :math:`O(m d^2)`.
+* ``"points"``: the constraints' halves are endpoint pairs :math:`(a, b)` of the ``n`` points; the
+  ``P`` distinct pairs are listed once (:class:`PairTable`). :math:`D_M(a, b) = h_a + h_b
+  - 2 x_a^\top z_b` with :math:`Z = X M` (:math:`O(n d^2)`), :math:`h_a = x_a^\top z_a`, and one
+  d-length dot product per pair (:math:`O(P d)`, or the entries of the Gram matrix :math:`Z X^\top`
+  when :math:`n^2 < P`); :math:`K^* c = X^\top \mathcal{L}_c X` with the weighted graph Laplacian
+  :math:`\mathcal{L}_c = \sum_p w_p (e_a - e_b)(e_a - e_b)^\top` (:math:`w_p` the signed sum of the
+  coefficients of the halves on pair p), whose sparsity pattern is built once:
+  :math:`O(m + P d + n d^2)`. X is centred first (differences do not change, and the cancellation in
+  :math:`h_a + h_b - 2 x_a^\top z_b` is then relative to the spread of the data, not its offset).
+  For :math:`M = L^\top L` of rank r (:meth:`QuadrupletGeometry.values_factor`) the pairs read
+  :math:`F = X L^\top`: :math:`O(n d r + P r)`.
 """
 from __future__ import annotations
 
@@ -18,14 +37,165 @@ import numpy as np
 from ._checks import as_data_matrix, zero_length_mask
 from .constraints import ConstraintSet
 
-__all__ = ["QuadrupletGeometry", "HingeLoss"]
+__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "OPERATOR_PATHS"]
 
-#: ``weighted_sum`` over explicit rows switches to the graph-Laplacian form X^T L X (cost
-#: O(n d^2 + m d) instead of O(m d^2)) when there are at least this many rows per point and
-#: d >= LAPLACIAN_MIN_D. Measured (one BLAS thread): d = 64, n = 1797, 10,000 rows: 4.4 ms vs
-#: 7.7 ms; d = 50, n = 8000, 5,000 rows: 3.9 ms vs 2.4 ms; d = 20: always slower.
-LAPLACIAN_MIN_ROWS_PER_POINT = 4
-LAPLACIAN_MIN_D = 32
+#: The two exact forms of K and K* (module docstring).
+OPERATOR_PATHS = ("differences", "points")
+
+# Cost model of the two paths, in seconds per unit, measured on one BLAS thread (OpenBLAS, 2-core
+# x86-64 shared machine; ``python -m benchmarks.scale --calibrate`` prints model against measured
+# times). Only ratios matter: the model picks the cheaper path, and both are exact. Measured (ms,
+# path chosen first): n=8000, m=1e4, d=50: K 2.4 vs 3.3, K* 2.3 vs 3.7; n=8000, m=1e5: K 9.9 vs 76,
+# K* 11 vs 67; n=2000, m=1e4, d=1000: K 330 vs 850, K* 156 vs 1280; n=2000, m=1000, d=20: K 0.06
+# (differences) vs 0.13.
+#: dense matrix product, per multiply-add (U @ M, X @ M, X^T (L X), Z X^T): 21-44 GFlop/s measured.
+COST_GEMM = 8.0e-11
+#: one gathered and multiplied double of the pair gathers (np.take of sorted pair rows + einsum).
+COST_GATHER = 4.0e-10
+#: one streamed double of an elementwise pass over an (m, d) or (n, n) array.
+COST_STREAM = 1.5e-9
+#: one stored entry times one column of a sparse (CSR) product L @ X.
+COST_SPARSE = 6.0e-10
+#: one scalar gather/scatter (np.bincount, fancy indexing of a length-m vector).
+COST_SCALAR = 2.0e-9
+#: fixed cost of one call (Python and allocation overhead) of each path (points: a dozen numpy
+#: calls, the sparse matrix wrapper; measured 0.1-0.4 ms on small instances under load).
+COST_CALL = {"differences": 2.0e-5, "points": 3.0e-4}
+#: one entry of the (rows, J) output of ``values_rank_one``, per row (pairs, then constraints) and
+#: column: per-column gathers and squares, measured 0.2-0.3 s for m = 1e5, J = 20-40 under load.
+COST_RANK_ONE = 1.2e-8
+#: building a pair table, per half (two sorts of integer keys and the CSR pattern).
+COST_BUILD = 1.5e-7
+#: The Gram form of the points path stores an n x n matrix: not beyond this many points.
+GRAM_MAX_POINTS = 4096
+#: Rows per chunk of the pair gathers (keeps the gathered blocks in cache).
+GATHER_CHUNK = 8192
+
+
+def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: int, r: int | None = None,
+                   build: bool = False) -> dict:
+    r"""Modelled seconds of one :math:`K M` and one :math:`K^* c` on each path (module constants).
+
+    Parameters
+    ----------
+    n_points : int
+        Points touched by the constraints (``n``).
+    n_pairs : int
+        Distinct endpoint pairs ``P``.
+    n_rows : int
+        Constraints ``m``.
+    n_halves : int
+        Non-degenerate halves (rows of ``U`` and ``V`` together).
+    d : int
+        Dimension.
+    r : int, optional
+        Rank of a factor :math:`M = L^\top L` (:meth:`QuadrupletGeometry.values_factor`); the
+        products with M then cost r instead of d columns.
+    build : bool
+        Add the cost of building the pair table to the points path (a one-off sum over a subset of
+        rows; the table of all rows is built once and cached).
+
+    Returns
+    -------
+    dict
+        ``{"differences": (K, K*), "points": (K, K*)}`` in seconds, and ``"gram"``: whether the
+        points path reads its pair values from the Gram matrix (cheaper than the pair gathers).
+    """
+    k = d if r is None else r
+    diff_K = n_halves * (d * k * COST_GEMM + (k + d) * COST_STREAM)
+    diff_Kt = n_halves * (d * d * COST_GEMM + 2 * d * COST_STREAM)
+    gather = n_pairs * 2 * k * COST_GATHER
+    gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
+    use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
+    pts_K = n_points * d * k * COST_GEMM + min(gather, gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
+    pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (n_points + 2 * n_pairs) * d * COST_SPARSE \
+        + n_points * d * d * COST_GEMM
+    if build:
+        extra = n_halves * COST_BUILD + n_points * d * COST_STREAM
+        pts_K, pts_Kt = pts_K + extra, pts_Kt + extra
+    cd, cp = COST_CALL["differences"], COST_CALL["points"]
+    return {"differences": (diff_K + cd, diff_Kt + cd), "points": (pts_K + cp, pts_Kt + cp), "gram": use_gram}
+
+
+class PairTable:
+    r"""The distinct endpoint pairs of a list of halves, and the Laplacian pattern on them.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Data (validated).
+    a, b : ndarray of int, shape (h,)
+        Endpoints of the ``h`` halves (``a != b``).
+
+    Attributes
+    ----------
+    Xc : ndarray, shape (n_used, d)
+        The points that occur in a pair, centred (differences are translation invariant).
+    pa, pb : ndarray of int, shape (P,)
+        Endpoints of the distinct pairs in ``Xc`` (``pa < pb``, sorted by ``pa``: the gathers of
+        ``Xc[pa]`` stream).
+    half_pair : ndarray of int, shape (h,)
+        The pair of each half.
+    """
+
+    def __init__(self, X: np.ndarray, a: np.ndarray, b: np.ndarray):
+        used, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+        h = a.size
+        ua, ub = inv[:h], inv[h:]
+        lo, hi = np.minimum(ua, ub), np.maximum(ua, ub)
+        n = used.size
+        keys, self.half_pair = np.unique(lo * n + hi, return_inverse=True)
+        self.half_pair = self.half_pair.reshape(-1)
+        self.pa, self.pb = keys // n, keys % n
+        Xu = X[used]
+        self.Xc = Xu - Xu.mean(axis=0)
+        self.n, self.P = n, keys.size
+        # CSR pattern of L = sum_p w_p (e_a - e_b)(e_a - e_b)^T: the n diagonal entries, then (a, b)
+        # and (b, a) per pair; ``perm`` maps [diag, off, off] to the CSR order (no duplicates)
+        from scipy import sparse
+
+        rows = np.concatenate([np.arange(n), self.pa, self.pb])
+        cols = np.concatenate([np.arange(n), self.pb, self.pa])
+        order = sparse.csr_matrix((np.arange(1, rows.size + 1, dtype=np.float64), (rows, cols)), shape=(n, n))
+        self._perm = order.data.astype(np.int64) - 1
+        self._indices, self._indptr = order.indices, order.indptr
+
+    def squared_distances(self, M: np.ndarray, gram: bool) -> np.ndarray:
+        r""":math:`D_M(a, b)` for every pair, shape (P,): :math:`h_a + h_b - 2 x_a^\top M x_b`."""
+        Z = self.Xc @ M
+        h = np.einsum("ij,ij->i", self.Xc, Z)
+        if gram:
+            cross = (Z @ self.Xc.T).ravel()[self.pa * self.n + self.pb]
+        else:
+            cross = np.empty(self.P)
+            for s in range(0, self.P, GATHER_CHUNK):
+                sl = slice(s, s + GATHER_CHUNK)
+                cross[sl] = np.einsum("ij,ij->i", np.take(self.Xc, self.pa[sl], axis=0),
+                                      np.take(Z, self.pb[sl], axis=0))
+        return h[self.pa] + h[self.pb] - 2.0 * cross
+
+    def factor_distances(self, F: np.ndarray, gram: bool, per_column: bool = False) -> np.ndarray:
+        r""":math:`\|f_a - f_b\|^2` per pair (shape (P,)) for a factor image ``F = Xc L^T`` (n, r);
+        ``per_column``: :math:`(f_{aj} - f_{bj})^2`, shape (P, r)."""
+        if per_column or not gram:
+            out = np.empty((self.P, F.shape[1])) if per_column else np.empty(self.P)
+            for s in range(0, self.P, GATHER_CHUNK):
+                sl = slice(s, s + GATHER_CHUNK)
+                D = np.take(F, self.pa[sl], axis=0) - np.take(F, self.pb[sl], axis=0)
+                out[sl] = D * D if per_column else np.einsum("ij,ij->i", D, D)
+            return out
+        h = np.einsum("ij,ij->i", F, F)
+        return h[self.pa] + h[self.pb] - 2.0 * (F @ F.T).ravel()[self.pa * self.n + self.pb]
+
+    def laplacian_form(self, w: np.ndarray) -> np.ndarray:
+        r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric."""
+        from scipy import sparse
+
+        diag = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
+        data = np.concatenate([diag, -w, -w])[self._perm]
+        lap = sparse.csr_matrix((data, self._indices, self._indptr), shape=(self.n, self.n))
+        G = self.Xc.T @ (lap @ self.Xc)
+        return 0.5 * (G + G.T)
 
 
 class QuadrupletGeometry:
@@ -66,6 +236,7 @@ class QuadrupletGeometry:
         self._u_pos[self.u_rows] = np.arange(self.u_rows.size)
         self._v_pos = np.full(self.m, -1, dtype=np.int64)
         self._v_pos[self.v_rows] = np.arange(self.v_rows.size)
+        self._pairs = None   # (PairTable, pair of each u half, pair of each v half), built on first use
 
     def subset(self, rows) -> "QuadrupletGeometry":
         """Geometry of a subset of the constraints (no re-validation of ``X``)."""
@@ -87,7 +258,63 @@ class QuadrupletGeometry:
         out.V = np.concatenate([self.V, new.V])
         out._u_pos = np.concatenate([self._u_pos, np.where(new._u_pos >= 0, new._u_pos + self.u_rows.size, -1)])
         out._v_pos = np.concatenate([self._v_pos, np.where(new._v_pos >= 0, new._v_pos + self.v_rows.size, -1)])
+        out._pairs = None
         return out
+
+    # ------------------------------------------------------------------ operator paths
+    def pair_table(self) -> tuple[PairTable, np.ndarray, np.ndarray]:
+        """The :class:`PairTable` of all halves (built once), and per constraint the pair of its
+        ``u`` and ``v`` half (``P``, a zero slot, for a degenerate half)."""
+        if self._pairs is None:
+            idx = self.constraints.idx
+            table = PairTable(self.X, np.concatenate([idx[self.u_rows, 0], idx[self.v_rows, 2]]),
+                              np.concatenate([idx[self.u_rows, 1], idx[self.v_rows, 3]]))
+            pu = np.full(self.m, table.P, dtype=np.int64)
+            pv = np.full(self.m, table.P, dtype=np.int64)
+            pu[self.u_rows] = table.half_pair[:self.u_rows.size]
+            pv[self.v_rows] = table.half_pair[self.u_rows.size:]
+            self._pairs = (table, pu, pv)
+        return self._pairs
+
+    def _costs(self, r: int | None, n_rows: int | None) -> tuple[dict, int]:
+        halves = self.u_rows.size + self.v_rows.size
+        full = n_rows is None
+        n_rows = self.m if full else n_rows
+        halves = halves if full else min(halves, 2 * n_rows)
+        n_points, n_pairs = min(self.X.shape[0], 2 * halves), halves
+        return operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=not full), halves
+
+    def product_cost(self, which: str = "K", *, r: int | None = None) -> float:
+        """Modelled seconds of ``K`` (values; of a rank-``r`` factor when given) or ``"Kt"`` on the
+        path :meth:`operator_path` chooses (:func:`operator_costs`)."""
+        costs, _ = self._costs(r, None)
+        k = 0 if which == "K" else 1
+        return min(costs["points"][k], costs["differences"][k])
+
+    def rank_one_cost(self, J: int) -> float:
+        """Modelled seconds of :meth:`values_rank_one` with ``J`` columns (the cheaper path)."""
+        halves = self.u_rows.size + self.v_rows.size
+        n_points = min(self.X.shape[0], 2 * halves)
+        diff = halves * J * (self.d * COST_GEMM + COST_RANK_ONE)
+        points = n_points * self.d * J * COST_GEMM + (halves + 2 * self.m) * J * COST_RANK_ONE + COST_CALL["points"]
+        return min(diff, points)
+
+    def operator_path(self, which: str = "K", *, r: int | None = None, n_rows: int | None = None,
+                      path: str | None = None) -> tuple[str, bool]:
+        """The cheaper path of :func:`operator_costs` for ``K`` (values) or ``"Kt"`` (weighted sums),
+        and whether the points path reads the Gram matrix. ``path`` forces a path (tests, benchmarks).
+
+        The counts are bounded from above without building the pair table (points ``min(n, 2 h)``,
+        pairs ``h`` for ``h`` halves), so the choice is a function of the sizes alone: the same
+        whether or not the table has been built, hence the same iterates in every run.
+        """
+        costs, halves = self._costs(r, n_rows)
+        if path is None:
+            k = 0 if which == "K" else 1
+            path = "points" if halves and costs["points"][k] < costs["differences"][k] else "differences"
+        elif path not in OPERATOR_PATHS:
+            raise ValueError(f"path must be one of {OPERATOR_PATHS} or None; got {path!r}")
+        return path, bool(costs["gram"])
 
     def squared_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """Squared Euclidean lengths :math:`\\|u_q\\|^2` and :math:`\\|v_q\\|^2`, shape (m,) each."""
@@ -113,13 +340,18 @@ class QuadrupletGeometry:
         zv[self.v_rows] = zero_length_mask(self.V, self.X)
         return zu, zv
 
-    def distances(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def distances(self, M: np.ndarray, *, path: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         r""":math:`D_M(i, j)` and :math:`D_M(k, l)` for every constraint, shape (m,) each.
 
-        Cost :math:`O((m_u + m_v) d^2)`: one matrix product per half. (Forming ``X @ M`` once per
-        point and differencing per constraint was measured slower at every size tried: the row
-        gathers cost more than the saved flops.)
+        ``path`` (default: the cost model, :meth:`operator_path`): ``"differences"``, one product
+        per half, :math:`O((m_u + m_v) d^2)`; ``"points"``, :math:`O(n d^2 + P d)` through the
+        distinct endpoint pairs (module docstring).
         """
+        path, gram = self.operator_path("K", path=path)
+        if path == "points":
+            table, pu, pv = self.pair_table()
+            D = np.append(table.squared_distances(M, gram), 0.0)
+            return D[pu], D[pv]
         a = np.zeros(self.m)
         b = np.zeros(self.m)
         if self.u_rows.size:
@@ -128,16 +360,23 @@ class QuadrupletGeometry:
             b[self.v_rows] = np.einsum("ij,ij->i", self.V @ M, self.V)
         return a, b
 
-    def values(self, M: np.ndarray) -> np.ndarray:
-        r""":math:`\langle M, C_{ij} - C_{kl}\rangle` for every constraint, shape (m,).
+    def values(self, M: np.ndarray, *, path: str | None = None) -> np.ndarray:
+        r""":math:`\langle M, C_{ij} - C_{kl}\rangle` for every constraint, shape (m,): :math:`K M`.
 
-        Cost: see :meth:`distances`.
+        Cost and ``path``: see :meth:`distances`.
         """
-        a, b = self.distances(np.asarray(M, dtype=np.float64))
+        a, b = self.distances(np.asarray(M, dtype=np.float64), path=path)
         return a - b
 
-    def values_factor(self, L: np.ndarray) -> np.ndarray:
-        r"""Same as :meth:`values` for :math:`M = L^\top L` (L of shape (r, d)): cost :math:`O(m d r)`."""
+    def values_factor(self, L: np.ndarray, *, path: str | None = None) -> np.ndarray:
+        r"""Same as :meth:`values` for :math:`M = L^\top L` (L of shape (r, d)): cost :math:`O(m d r)`
+        (``"differences"``) or :math:`O(n d r + P r)` (``"points"``)."""
+        L = np.asarray(L, dtype=np.float64)
+        path, gram = self.operator_path("K", r=L.shape[0], path=path)
+        if path == "points":
+            table, pu, pv = self.pair_table()
+            D = np.append(table.factor_distances(table.Xc @ L.T, gram), 0.0)
+            return D[pu] - D[pv]
         out = np.zeros(self.m)
         if self.u_rows.size:
             P = self.U @ L.T
@@ -147,8 +386,9 @@ class QuadrupletGeometry:
             out[self.v_rows] -= np.einsum("ij,ij->i", Q, Q)
         return out
 
-    def weighted_sum(self, coef: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        r""":math:`\sum_q c_q (C_{ij} - C_{kl})` as a (d, d) matrix.
+    def weighted_sum(self, coef: np.ndarray, rows: np.ndarray | None = None, *,
+                     path: str | None = None) -> np.ndarray:
+        r""":math:`\sum_q c_q (C_{ij} - C_{kl})` as a (d, d) matrix: :math:`K^* c`.
 
         Parameters
         ----------
@@ -156,34 +396,49 @@ class QuadrupletGeometry:
             Coefficients :math:`c_q`.
         rows : ndarray of int, optional
             Restrict the sum to these constraints (then ``coef`` is aligned with ``rows``).
+        path : {"differences", "points"}, optional
+            Default: the cost model (:meth:`operator_path`). ``"differences"``:
+            :math:`U^\top \mathrm{diag}(c) U - V^\top \mathrm{diag}(c) V`, :math:`O(m d^2)`;
+            ``"points"``: :math:`X^\top \mathcal{L}_c X`, :math:`O(m + P d + n d^2)` (module
+            docstring; over ``rows``, a pair table of those rows is built for the call).
         """
         coef = np.asarray(coef, dtype=np.float64)
         if rows is None:
-            # all rows: no gather of U/V (twice as fast; the PDHG solver calls this every iteration)
             if coef.shape != (self.m,):
                 raise ValueError(f"coef must have shape ({self.m},); got {coef.shape}")
-            if self._laplacian_pays(self.m):
-                return self._weighted_sum_laplacian(coef, np.arange(self.m))
+            path, _ = self.operator_path("Kt", path=path)
+            if path == "points":
+                table, pu, pv = self.pair_table()
+                w = np.bincount(pu, coef, table.P + 1)[:table.P] - np.bincount(pv, coef, table.P + 1)[:table.P]
+                return table.laplacian_form(w)
+            # all rows: no gather of U/V (twice as fast; the PDHG solver calls this every iteration)
             G = (self.U * coef[self.u_rows, None]).T @ self.U
             G -= (self.V * coef[self.v_rows, None]).T @ self.V
             return 0.5 * (G + G.T)
         rows = np.asarray(rows, dtype=np.int64)
-        if self._laplacian_pays(rows.size):
-            return self._weighted_sum_laplacian(coef, rows)
-        G = np.zeros((self.d, self.d))
+        path, _ = self.operator_path("Kt", n_rows=rows.size, path=path)
         pu = self._u_pos[rows]
         ku = pu >= 0
+        pv = self._v_pos[rows]
+        kv = pv >= 0
+        if path == "points":
+            if not (np.any(ku) or np.any(kv)):
+                return np.zeros((self.d, self.d))
+            idx = self.constraints.idx[rows]
+            table = PairTable(self.X, np.concatenate([idx[ku, 0], idx[kv, 2]]),
+                              np.concatenate([idx[ku, 1], idx[kv, 3]]))
+            w = np.bincount(table.half_pair, np.concatenate([coef[ku], -coef[kv]]), table.P)
+            return table.laplacian_form(w)
+        G = np.zeros((self.d, self.d))
         if np.any(ku):
             Uk = self.U[pu[ku]]
             G += (Uk * coef[ku, None]).T @ Uk
-        pv = self._v_pos[rows]
-        kv = pv >= 0
         if np.any(kv):
             Vk = self.V[pv[kv]]
             G -= (Vk * coef[kv, None]).T @ Vk
         return 0.5 * (G + G.T)
 
-    def values_rank_one(self, V: np.ndarray) -> np.ndarray:
+    def values_rank_one(self, V: np.ndarray, *, path: str | None = None) -> np.ndarray:
         r""":math:`\langle v_j v_j^\top, C_{ij} - C_{kl}\rangle` for every constraint and column ``v_j``.
 
         Parameters
@@ -199,6 +454,12 @@ class QuadrupletGeometry:
         V = np.asarray(V, dtype=np.float64)
         if V.ndim != 2 or V.shape[0] != self.d:
             raise ValueError(f"V must have shape ({self.d}, J); got {V.shape}")
+        path, _ = self.operator_path("K", r=V.shape[1], path=path)
+        if path == "points":
+            table, pu, pv = self.pair_table()
+            D = table.factor_distances(table.Xc @ V, gram=False, per_column=True)
+            D = np.concatenate([D, np.zeros((1, V.shape[1]))])
+            return D[pu] - D[pv]
         out = np.zeros((self.m, V.shape[1]))
         if self.u_rows.size:
             out[self.u_rows] += (self.U @ V) ** 2
@@ -229,27 +490,6 @@ class QuadrupletGeometry:
         if self.v_rows.size:
             out -= self.V.T @ (cv * (self.V @ v))
         return out
-
-    def _laplacian_pays(self, n_rows: int) -> bool:
-        return n_rows >= LAPLACIAN_MIN_ROWS_PER_POINT * self.X.shape[0] and self.d >= LAPLACIAN_MIN_D
-
-    def _weighted_sum_laplacian(self, coef: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        r"""The same sum as :math:`X^\top \mathcal{L} X` with the weighted graph Laplacian
-        :math:`\mathcal{L} = \sum \pm c_q (e_a - e_b)(e_a - e_b)^\top` of the pairs: :math:`O(n d^2 + m d)`
-        instead of :math:`O(m d^2)` when there are more constraints than points."""
-        from scipy import sparse
-
-        idx = self.constraints.idx[rows]
-        a = np.concatenate([idx[:, 0], idx[:, 2]])
-        b = np.concatenate([idx[:, 1], idx[:, 3]])
-        w = np.concatenate([coef, -coef])
-        n = self.X.shape[0]
-        # (e_a - e_b)(e_a - e_b)^T = E_aa + E_bb - E_ab - E_ba; degenerate pairs (a == b) cancel
-        lap = sparse.coo_matrix((np.concatenate([w, w, -w, -w]),
-                                 (np.concatenate([a, b, a, b]), np.concatenate([a, b, b, a]))),
-                                shape=(n, n)).tocsr()
-        G = self.X.T @ (lap @ self.X)
-        return 0.5 * (G + G.T)
 
     def svec_matrix(self) -> np.ndarray:
         r"""Rows :math:`a_q` with :math:`\langle M, A_q\rangle = a_q \cdot \mathrm{svec}(M)`, shape (m, d(d+1)/2)."""

@@ -43,7 +43,16 @@ def eigh_descending(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lam[::-1].copy(), V[:, ::-1].copy()
 
 
-def project_psd(M: np.ndarray, *, return_eig: bool = False):
+#: From this dimension on, ``project_psd(..., partial=None)`` computes only the eigenpairs with
+#: positive eigenvalues (LAPACK's MRRR through ``scipy.linalg.eigh(driver="evr",
+#: subset_by_value=(0, inf))``: the same tridiagonalization, no back-transformation of the other
+#: eigenvectors). Measured on one BLAS thread, 10 positive eigenvalues, loaded machine: d = 50
+#: 0.23 ms vs 0.16 ms (full eigh faster), d = 100 equal, d = 300 24 ms vs 54 ms, d = 500 0.13 s
+#: vs 0.23 s, d = 1000 0.69 s vs 1.65 s; eigenvalues agree to ~1e-13 relative.
+PARTIAL_EIGH_MIN_D = 200
+
+
+def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None = False):
     r"""Euclidean (Frobenius) projection onto the PSD cone :math:`\mathbb{S}^d_+`.
 
     Parameters
@@ -52,14 +61,27 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False):
         Symmetric matrix (it is symmetrized first, which is exact for symmetric input).
     return_eig : bool
         Also return the eigenvalues (ascending) and eigenvectors of the symmetrized ``M``.
+    partial : bool or None
+        Compute only the eigenpairs with positive eigenvalues (then ``return_eig`` returns only
+        those); None chooses it from ``d >= PARTIAL_EIGH_MIN_D`` (measured to pay there).
 
     Notes
     -----
     :math:`\Pi_{\mathbb{S}^d_+}(M) = V \operatorname{diag}(\max(\lambda, 0)) V^\top` for
-    :math:`M = V \operatorname{diag}(\lambda) V^\top`: one ``eigh`` call, :math:`O(d^3)`.
+    :math:`M = V \operatorname{diag}(\lambda) V^\top`: one ``eigh`` call, :math:`O(d^3)`. Only the
+    positive eigenpairs enter, so a partial eigensolver that returns exactly those gives the same
+    projection (up to round-off).
     """
     return_eig = check_bool(return_eig, "return_eig")
-    lam, V = np.linalg.eigh(symmetrize(M))
+    S = symmetrize(M)
+    if partial is None:
+        partial = S.shape[0] >= PARTIAL_EIGH_MIN_D
+    if partial:
+        from scipy.linalg import eigh
+
+        lam, V = eigh(S, subset_by_value=(0.0, np.inf), driver="evr")
+    else:
+        lam, V = np.linalg.eigh(S)
     pos = lam > 0
     Vp = V[:, pos]
     P = (Vp * lam[pos]) @ Vp.T

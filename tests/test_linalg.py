@@ -121,3 +121,21 @@ def test_incremental_subgradient_equals_recomputed(d, seed):
     loss, marg = h.update(M)
     assert loss == pytest.approx(float(coef @ np.maximum(marg, 0)))
     assert loss == pytest.approx(h.value(M))
+
+
+@pytest.mark.parametrize("d, rank", [(12, 3), (40, 0), (30, 30)])
+def test_partial_projection_equals_full(d, rank):
+    """The positive-eigenpairs-only path gives the same projection (and the same positive pairs)."""
+    from cvxmetric.linalg import project_psd
+
+    rng = np.random.default_rng(d + rank)
+    G = rng.standard_normal((d, rank))
+    B = rng.standard_normal((d, d))
+    A = G @ G.T - 0.5 * np.eye(d) + 0.01 * (B + B.T) if rank < d else G @ G.T + np.eye(d)
+    P_full, lam_f, _ = project_psd(A, return_eig=True, partial=False)
+    P_part, lam_p, V_p = project_psd(A, return_eig=True, partial=True)
+    scale = max(np.linalg.norm(A), 1.0)
+    assert np.linalg.norm(P_full - P_part) <= 1e-12 * scale
+    np.testing.assert_allclose(lam_p, lam_f[lam_f > 0], rtol=0, atol=1e-12 * scale)
+    assert V_p.shape == (d, lam_p.size)
+    assert np.array_equal(project_psd(A, partial=None), project_psd(A, partial=d >= 200))

@@ -1,4 +1,5 @@
 """The PDHG hinge-model solver: agreement with Clarabel, certificates, operator facts, bad input."""
+import math
 import warnings
 
 import numpy as np
@@ -243,3 +244,81 @@ def test_inputs_are_not_modified():
     np.testing.assert_array_equal(M0, 0.1 * np.eye(3))
     np.testing.assert_array_equal(y0, [0.5, 0.25])
     np.testing.assert_array_equal(MODEL.R, R0)
+
+
+# ----------------------------------------------------------------------------- state object
+#: pdhg() before it became a state object (commit 84092a7, difference-vector operators, the
+#: certificate repaired at every check), seed 0, default options: (iterations, restarts, rejected
+#: steps, objective).
+BEFORE_STATE_OBJECT = {
+    "d5-trace": (224, 6, 12, 1150.6322482757976),
+    "d8-general": (128, 5, 7, 250.34051904039967),
+    "d10-pull-singular": (192, 5, 5, 180.34624288370517),
+}
+
+
+@pytest.mark.parametrize("case", BEFORE_STATE_OBJECT)
+def test_same_iterates_as_before_the_state_object(case, monkeypatch):
+    """With the repair at every check (as before), the same run: counters exactly, objective to
+    round-off (the shared-point operators and the factor products differ from the difference
+    vectors by round-off only). With the default repair schedule, the same iterates: only the
+    check at which the certificate stops the run may differ."""
+    import cvxmetric.solvers.pdhg as mod
+
+    n_iter, n_restarts, rejected, objective = BEFORE_STATE_OBJECT[case]
+    with monkeypatch.context() as mp:
+        mp.setattr(mod, "REPAIR_DECAY", math.inf)
+        mp.setattr(mod, "REPAIR_BUDGET", math.inf)
+        res = pdhg(CASES[case][0](0))
+    assert (res.n_iter, res.info["restarts"], res.info["rejected_steps"]) == (n_iter, n_restarts, rejected)
+    assert abs(res.objective - objective) <= 1e-9 * abs(objective)
+    default = pdhg(CASES[case][0](0))
+    k = min(len(default.history), len(res.history))
+    np.testing.assert_allclose(default.history[:k], res.history[:k], rtol=1e-12)
+    assert default.converged and abs(default.n_iter - res.n_iter) <= 2 * 16
+
+
+def test_state_object_driven_by_hand_reproduces_pdhg():
+    """step / check / converged / restart_due / restart compose to pdhg() exactly."""
+    from cvxmetric.solvers.pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, PDHGState, _ScaledOperator
+
+    model = CASES["d10-pull"][0](0)
+    ref = pdhg(model, max_iter=200)
+    op = _ScaledOperator(model)
+    norm_K = estimate_operator_norm(op.apply, op.adjoint, model.d, seed=0)
+    state = PDHGState(model, np.zeros((model.d, model.d)), np.zeros(model.m), eta=0.99 / norm_K,
+                      omega=_initial_weight(model, op), operator=op)
+    while state.n_iter < 200:
+        if not state.step() or (state.n_iter % 16 and state.n_iter < 200):
+            continue
+        cand, is_avg = state.check(DEFAULT_TOL)
+        if state.converged(cand, DEFAULT_TOL, DEFAULT_CERTIFICATE_TOL, model.has_certificate):
+            break
+        if state.restart_due(cand):
+            state.restart(cand, is_avg)
+    assert state.n_iter == ref.n_iter and state.n_restarts == ref.info["restarts"]
+    np.testing.assert_array_equal(state.best_M, ref.M)
+    assert state.best_lb == ref.lower_bound
+
+
+def _initial_weight(model, op):
+    from cvxmetric.solvers.pdhg import _initial_primal_weight
+
+    return _initial_primal_weight(model.R, model.coef * op.s, model.constraints.delta / op.s)
+
+
+def test_factor_product_equals_full_product():
+    """K M from the projection's eigenpairs (rank-r factor) equals K M (both operator paths)."""
+    from cvxmetric.linalg import project_psd
+    from cvxmetric.solvers.pdhg import _ScaledOperator
+
+    model = _synthetic(12, 3, 60, 2000, "trace", 1.0, 0)
+    op = _ScaledOperator(model)
+    rng = np.random.default_rng(0)
+    A = random_psd(12, rank=3, seed=rng) - 0.1 * np.eye(12)
+    P, lam, V = project_psd(A, return_eig=True)
+    assert np.count_nonzero(lam > 0) == 3
+    assert model.geometry.product_cost("K", r=3) < model.geometry.product_cost("K")   # the factor path is taken
+    full = op.apply(P)
+    via = op.apply(P, eig=(lam, V))
+    assert np.linalg.norm(full - via) <= 1e-12 * np.linalg.norm(full)

@@ -1,0 +1,281 @@
+"""Scale benchmark: restarted PDHG on Qwise (trace) far beyond cvxpy, beside its per-iteration floor.
+
+Run from the repository root::
+
+    python -m benchmarks.scale                          # every size, no peers
+    python -m benchmarks.scale --sizes d50-m1e4 --peers # with SCS and Clarabel (cap 600 s each)
+    python -m benchmarks.scale --quick                  # a small smoke run (seconds)
+    python -m benchmarks.scale --calibrate              # the operator cost model against measured times
+
+Instances: the harness' synthetic target-metric quadruplets (:func:`cvxmetric.instances.qwise.synthetic_qwise`:
+x ~ U[0,1)^d, quadruplets labelled by a rank-10 target metric, 10 % flipped), trace regularizer,
+C_Q = 1. ``d50-m1e4`` is the harness instance ``syn-d50-m10000`` (8,000 points); the larger sizes
+put many constraints on few points (2,000), the setting of the shared-point operators.
+
+For each size it prints the build time (data, model, pair table), the solve time, the iterations,
+the milliseconds per iteration beside the measured **floor** (the products one iteration cannot
+avoid, each timed alone on the same model: K M -- through the rank-r factor of the returned point
+where the solver uses it --, K* y, and the eigendecomposition of the projection, partial where the
+solver uses it), their ratio, the same floor through difference vectors (the operators before
+issue 9: one (d x d) product per constraint half), and the
+certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
+solver's own certified lower bound), and the seconds until the best point and bound so far first
+certified 1e-3 (at a check). With ``--peers``, SCS (at its default accuracy, eps 1e-4, as
+a user runs it) and Clarabel (the project's ground-truth settings) solve the cvxpy twin in a child
+process killed after ``--peer-cap`` seconds; their rows give the time, our speed-up, and their
+objective's gap to our certified lower bound. Sizes where a peer is known not to fit (measured:
+cvxpy with SCS or Clarabel does not solve d = 100 with 10^4 constraints in 600 s, 12-15 GB) are
+skipped, and the output says so.
+
+BLAS thread pools are pinned to one thread (threadpoolctl) for every solver alike. On a shared
+machine the absolute times move with the load; the ratios printed (per iteration / floor, peer /
+ours) are measured in one run.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxmetric.certificates import relative_gap
+from cvxmetric.instances.qwise import synthetic_qwise
+from cvxmetric.models import qwise_model
+
+#: SCS at its own default accuracy (as a user runs it); Clarabel at the ground-truth settings.
+SCS_USER_OPTIONS = {"eps_abs": 1e-4, "eps_rel": 1e-4, "max_iters": 100_000}
+#: Default wall-clock cap of a peer solve (compile + solve), seconds.
+PEER_CAP = 600.0
+#: Default time limit of our solve, seconds.
+TIME_LIMIT = 600.0
+#: Repetitions of each floor product (the best is kept: the load only ever adds time).
+FLOOR_REPEATS = 5
+
+
+@dataclass(frozen=True)
+class Size:
+    """One benchmark size: dimension, points, quadruplets, and the tolerances of our solve."""
+
+    d: int
+    n: int
+    m: int
+    seed: int
+    certificate_tol: float = 1e-3
+    peers_fit: bool = False
+    note: str = ""
+
+
+_TOO_BIG = ("the cvxpy twin has {nnz:.1e} coefficient nonzeros, {times:.0f}x those of d = 100 with 10^4 "
+            "constraints (5.1e7), which needs 12-15 GB and does not finish in 600 s (issue 9)")
+SIZES = {
+    # the harness instance syn-d50-m10000; certified to 1e-4, the accuracy of the SCS comparison
+    "d50-m1e4": Size(50, 8000, 10_000, seed=0, certificate_tol=1e-4, peers_fit=True),   # registry seed
+    "d50-m1e5": Size(50, 2000, 100_000, seed=5001, note=_TOO_BIG.format(nnz=1.275e8, times=2.5)),
+    "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002, note=_TOO_BIG.format(nnz=1.275e9, times=25)),
+    "d500-m1e4": Size(500, 2000, 10_000, seed=5003, note=_TOO_BIG.format(nnz=1.25e9, times=25)),
+    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98)),
+}
+QUICK = {"quick-d10": Size(10, 200, 3000, seed=7, peers_fit=True)}
+
+
+def build(name: str, size: Size):
+    """The instance and its HingeModel (with the pair table built when the solver will use it)."""
+    if name == "d50-m1e4":
+        from cvxmetric.instances import get_instance
+
+        inst = get_instance("qwise", "syn-d50-m10000")
+    else:
+        inst = synthetic_qwise(size.d, min(10, size.d), size.n, size.m, seed=size.seed, name=name)
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    if "points" in (model.geometry.operator_path("K")[0], model.geometry.operator_path("Kt")[0]):
+        model.geometry.pair_table()
+    return inst, model
+
+
+def _best_time(fn, repeats: int = FLOOR_REPEATS) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def floor(model, M: np.ndarray, y: np.ndarray) -> dict:
+    """Seconds of the products of one iteration, each timed alone: K M (as the solver computes it at
+    ``M``: the rank-r factor where the cost model takes it), K* y, one eigendecomposition."""
+    from cvxmetric.linalg import project_psd
+    from cvxmetric.solvers.pdhg import _ScaledOperator
+
+    op = _ScaledOperator(model)
+    lam, V = np.linalg.eigh(M)
+    lam = np.where(lam > 0, lam, 0.0)
+    y_scaled = np.asarray(y) * op.s
+    t_K = _best_time(lambda: op.apply(M, eig=(lam, V)))
+    t_Kt = _best_time(lambda: op.adjoint(y_scaled))
+    A = M - 1e-3 * op.adjoint(y_scaled)
+    t_eig = _best_time(lambda: project_psd(A, return_eig=True, partial=None))
+    # the same products through one difference vector per constraint (today's path before issue 9)
+    geom, y_unscaled = model.geometry, np.asarray(y)
+    t_diff = _best_time(lambda: geom.values(M, path="differences"), 2) \
+        + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
+    r = int(np.count_nonzero(lam > 0))
+    return {"K": t_K, "Kt": t_Kt, "eig": t_eig, "total": t_K + t_Kt + t_eig, "rank": r,
+            "differences": t_diff + t_eig,
+            "path_K": model.geometry.operator_path("K")[0], "path_Kt": model.geometry.operator_path("Kt")[0]}
+
+
+def run_ours(name: str, size: Size, time_limit: float) -> dict:
+    from cvxmetric.solvers.pdhg import pdhg
+
+    t0 = time.perf_counter()
+    inst, model = build(name, size)
+    t_build = time.perf_counter() - t0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        res = pdhg(model, certificate_tol=size.certificate_tol, time_limit=time_limit)
+        elapsed = time.perf_counter() - t0
+    fl = floor(model, res.M, res.multipliers)
+    gap = None if res.lower_bound is None else relative_gap(res.objective, res.lower_bound)
+    # seconds to the first check whose best objective and best bound so far certify 1e-3
+    best_f, best_lb, t_1e3 = math.inf, None, None
+    for row in res.info["trace"]:
+        best_f = min(best_f, row[2], row[3])
+        if row[4] is not None and (best_lb is None or row[4] > best_lb):
+            best_lb = row[4]
+        if t_1e3 is None and relative_gap(best_f, best_lb) <= 1e-3:
+            t_1e3 = row[1]
+    return {"name": name, "size": size, "inst": inst, "build": t_build, "time": elapsed, "iters": res.n_iter,
+            "ms_iter": 1e3 * elapsed / max(res.n_iter, 1), "floor": fl, "gap": gap, "status": res.status,
+            "objective": res.objective, "lower": res.lower_bound, "converged": res.converged, "t_1e3": t_1e3}
+
+
+def _peer_child(name: str, size: Size, solver: str, queue) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from cvxmetric.formulations.qwise import build_qwise
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        inst, _ = build(name, size)
+        t0 = time.perf_counter()
+        form = build_qwise(inst.X, inst.constraints, **inst.params)
+        sol = form.solve(solver, **(SCS_USER_OPTIONS if solver == "SCS" else {}))
+        elapsed = time.perf_counter() - t0
+        value = form.value_at(form.feasible_point(sol.point)) if sol.point is not None else None
+    queue.put({"time": elapsed, "value": value, "status": sol.status})
+
+
+def run_peer(name: str, size: Size, solver: str, cap: float) -> dict:
+    """Solve the cvxpy twin in a child process; None fields when it does not finish within ``cap``."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_peer_child, args=(name, size, solver, queue))
+    t0 = time.perf_counter()
+    proc.start()
+    out = None
+    try:
+        out = queue.get(timeout=cap)
+    except Exception:   # queue.Empty: the cap was reached
+        out = None
+    proc.join(timeout=5)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+    if out is None:
+        return {"time": time.perf_counter() - t0, "value": None, "status": f"not finished in {cap:.0f} s"}
+    return out
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'iters':>6s} "
+          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s}  status  "
+          f"(floor: K M [path, rank] + K* y [path] + eigh)")
+    for r in rows:
+        s, fl = r["size"], r["floor"]
+        gap = "-" if r["gap"] is None else f"{r['gap']:.1e}"
+        t13 = "-" if r["t_1e3"] is None else f"{r['t_1e3']:.1f}"
+        print(f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} {r['iters']:6d} "
+              f"{r['ms_iter']:8.2f} {1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} "
+              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s}  "
+              f"{r['status']}  ({1e3 * fl['K']:.1f} [{fl['path_K']}, r={fl['rank']}] + {1e3 * fl['Kt']:.1f} "
+              f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f})", flush=True)
+
+
+def print_peers(r: dict, peers: dict) -> None:
+    print(f"  peers of {r['name']} (ours: {r['time']:.2f} s, certified lower bound "
+          f"{'none' if r['lower'] is None else format(r['lower'], '.10g')}):")
+    for solver, p in peers.items():
+        if p is None:
+            print(f"    {solver:9s} not run at this size: {r['size'].note}")
+            continue
+        gap = "-" if p["value"] is None or r["lower"] is None else f"{relative_gap(p['value'], r['lower']):.1e}"
+        speed = f"{p['time'] / r['time']:.1f}x ours" if p["value"] is not None else "-"
+        print(f"    {solver:9s} {p['time']:8.2f} s  {speed:>12s}  gap to our lower bound {gap}  {p['status']}", flush=True)
+
+
+def calibrate() -> None:
+    """The cost model of :mod:`cvxmetric.hinge` against measured times of both paths."""
+    from cvxmetric import ConstraintSet
+    from cvxmetric.generators import sample_quadruplet_indices
+    from cvxmetric.hinge import OPERATOR_PATHS, QuadrupletGeometry, operator_costs
+
+    rng = np.random.default_rng(0)
+    print(f"{'n':>6s} {'m':>8s} {'d':>5s} | {'K diff ms (model)':>20s} {'K points':>18s} | "
+          f"{'K* diff':>18s} {'K* points':>18s}")
+    for n, m, d in ((100, 200, 10), (2000, 1000, 20), (8000, 10_000, 50), (2000, 100_000, 50),
+                    (500, 5000, 100), (2000, 10_000, 500)):
+        X = rng.random((n, d))
+        g = QuadrupletGeometry(X, ConstraintSet.from_quadruplets(sample_quadruplet_indices(n, m, rng)))
+        table = g.pair_table()[0]
+        M = rng.standard_normal((d, d))
+        M = M + M.T
+        c = rng.random(m)
+        model = operator_costs(table.n, table.P, m, g.u_rows.size + g.v_rows.size, d)
+        cells = []
+        for k, fn in ((0, lambda p: g.values(M, path=p)), (1, lambda p: g.weighted_sum(c, path=p))):
+            for p in OPERATOR_PATHS:
+                t = _best_time(lambda: fn(p), 3)
+                cells.append(f"{1e3 * t:8.2f} ({1e3 * model[p][k]:7.2f})")
+        print(f"{n:6d} {m:8d} {d:5d} | {cells[0]:>20s} {cells[1]:>18s} | {cells[2]:>18s} {cells[3]:>18s}", flush=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=sorted(SIZES) + sorted(QUICK))
+    p.add_argument("--quick", action="store_true", help="a small smoke run (seconds); overrides --sizes")
+    p.add_argument("--peers", action="store_true", help="also run SCS and Clarabel where they fit")
+    p.add_argument("--peer-cap", type=float, default=PEER_CAP, help="wall-clock cap of a peer solve, s")
+    p.add_argument("--time-limit", type=float, default=TIME_LIMIT, help="time limit of our solve, s")
+    p.add_argument("--calibrate", action="store_true", help="print the operator cost model against measured times")
+    args = p.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        print(f"BLAS thread pools limited to 1 thread; load average {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} cores at the start")
+        if args.calibrate:
+            calibrate()
+            return 0
+        sizes = dict(QUICK) if args.quick else {k: SIZES[k] if k in SIZES else QUICK[k] for k in args.sizes}
+        rows = []
+        for name, size in sizes.items():
+            r = run_ours(name, size, args.time_limit)
+            rows.append(r)
+            print_table([r])
+            if args.peers:
+                peers = {s: (run_peer(name, size, s, args.peer_cap) if size.peers_fit else None)
+                         for s in ("SCS", "CLARABEL")}
+                print_peers(r, peers)
+        print_table(rows)
+        print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

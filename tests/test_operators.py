@@ -1,0 +1,100 @@
+"""The two exact forms of K M and K* y (difference vectors, shared points): agreement and choice."""
+import numpy as np
+import pytest
+
+from cvxmetric import ConstraintSet
+from cvxmetric.generators import pairs_from_labels, quadruplets_from_metric
+from cvxmetric.datasets import synthetic_low_rank_metric
+from cvxmetric.hinge import OPERATOR_PATHS, QuadrupletGeometry, operator_costs
+
+#: Both paths are exact; they differ by round-off only (measured ~1e-15 relative).
+PATH_RTOL = 1e-12
+
+
+def _geometry(n=60, d=12, m=500, offset=0.0, seed=3):
+    """Quadruplets on shared points, plus similar/dissimilar pairs (degenerate halves) and a
+    quadruplet whose two halves are the same pair."""
+    X, T = synthetic_low_rank_metric(n, d, 3, seed=seed)
+    cons = quadruplets_from_metric(X, T, m, seed=seed + 1, flip_fraction=0.1)
+    y = (X[:, 0] > 0.5).astype(int)
+    cons = cons + pairs_from_labels(y, n_similar=40, n_dissimilar=40, u=0.5, l=2.0, seed=seed)
+    cons = cons + ConstraintSet.from_quadruplets([[0, 1, 1, 0], [2, 3, 2, 3]])
+    return QuadrupletGeometry(X + offset, cons)
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(a)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_paths_agree_on_random_M_and_y(seed, offset):
+    g = _geometry(seed=seed, offset=offset)
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((g.d, g.d))
+    M = M + M.T
+    y = rng.standard_normal(g.m)
+    vals = {p: g.values(M, path=p) for p in OPERATOR_PATHS}
+    sums = {p: g.weighted_sum(y, path=p) for p in OPERATOR_PATHS}
+    assert _rel(vals["differences"], vals["points"]) <= PATH_RTOL
+    assert _rel(sums["differences"], sums["points"]) <= PATH_RTOL
+    # the repeated-pair quadruplet has A = 0 on both paths
+    assert abs(vals["points"][-1]) <= PATH_RTOL * np.abs(vals["points"]).max()
+    # adjointness of the points path: <K M, y> = <M, K* y>
+    assert abs(vals["points"] @ y - np.vdot(M, sums["points"])) <= PATH_RTOL * np.abs(vals["points"]) @ np.abs(y)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_paths_agree_on_factors_rank_one_rows_and_gram(seed):
+    g = _geometry(seed=seed)
+    rng = np.random.default_rng(10 + seed)
+    L = rng.standard_normal((3, g.d))
+    assert _rel(g.values_factor(L, path="differences"), g.values_factor(L, path="points")) <= PATH_RTOL
+    assert _rel(g.values_factor(L, path="points"), g.values(L.T @ L, path="differences")) <= PATH_RTOL
+    V = rng.standard_normal((g.d, 4))
+    assert _rel(g.values_rank_one(V, path="differences"), g.values_rank_one(V, path="points")) <= PATH_RTOL
+    rows = rng.choice(g.m, 150, replace=False)
+    c = rng.standard_normal(rows.size)
+    assert _rel(g.weighted_sum(c, rows, path="differences"), g.weighted_sum(c, rows, path="points")) <= PATH_RTOL
+    table = g.pair_table()[0]
+    M = L.T @ L
+    assert _rel(table.squared_distances(M, gram=True), table.squared_distances(M, gram=False)) <= PATH_RTOL
+    F = table.Xc @ L.T
+    assert _rel(table.factor_distances(F, gram=True), table.factor_distances(F, gram=False)) <= PATH_RTOL
+
+
+def test_pair_table_lists_each_pair_once():
+    g = _geometry()
+    table, pu, pv = g.pair_table()
+    keys = np.stack([table.pa, table.pb], axis=1)
+    assert np.all(table.pa < table.pb) and len(np.unique(keys, axis=0)) == table.P
+    # degenerate halves point at the zero slot P
+    assert np.all(pu[np.setdiff1d(np.arange(g.m), g.u_rows)] == table.P)
+    assert np.all(pv[np.setdiff1d(np.arange(g.m), g.v_rows)] == table.P)
+
+
+def test_cost_model_choice():
+    """Many constraints on few points: the shared-point path; a handful of long rows: differences."""
+    costs = operator_costs(n_points=2000, n_pairs=2_000_000, n_rows=1_000_000, n_halves=2_000_000, d=50)
+    assert costs["points"][0] < costs["differences"][0] and costs["points"][1] < costs["differences"][1]
+    costs = operator_costs(n_points=2000, n_pairs=1000, n_rows=500, n_halves=1000, d=1000)
+    assert costs["points"][0] > costs["differences"][0] and costs["points"][1] > costs["differences"][1]
+    g = _geometry()
+    with pytest.raises(ValueError, match="path"):
+        g.values(np.eye(g.d), path="dense")
+    # the choice does not depend on whether the pair table exists
+    before = g.operator_path("K"), g.operator_path("Kt")
+    g.pair_table()
+    assert (g.operator_path("K"), g.operator_path("Kt")) == before
+
+
+def test_extended_geometry_rebuilds_its_pairs():
+    g = _geometry(seed=0)
+    g.pair_table()
+    extra = ConstraintSet.from_quadruplets([[4, 5, 6, 7], [8, 9, 10, 11]])
+    big = g.extended(extra)
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((g.d, g.d))
+    M = M + M.T
+    assert _rel(big.values(M, path="differences"), big.values(M, path="points")) <= PATH_RTOL
+    assert big.pair_table()[0].P >= g.pair_table()[0].P
