@@ -189,8 +189,8 @@ def normalized_spectrum(M) -> np.ndarray:
     return lam / total
 
 
-def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, k: int = 20) -> tuple[float, np.ndarray]:
-    r"""Mean average precision at ``k`` and mean precision@1..k of ranking ``X_db`` by :math:`D_M`.
+def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, top_k: int = 20) -> tuple[float, np.ndarray]:
+    r"""Mean average precision at ``top_k`` and mean precision@1..top_k of ranking ``X_db`` by :math:`D_M`.
 
     Parameters
     ----------
@@ -200,15 +200,15 @@ def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, k: int = 20) ->
         The database searched, and its classes (an item is relevant iff its class is the query's).
     M : ndarray of shape (d, d) or None
         A PSD metric; None is the Euclidean metric.
-    k : int
+    top_k : int
         Depth of the ranking (at most ``n_db``).
 
     Returns
     -------
     map_k : float
         Mean over queries of :math:`\mathrm{AP@k} = \sum_{i \le k} \mathrm{prec@}i \cdot \mathrm{rel}_i \,/\,
-        \sum_{i \le k} \mathrm{rel}_i` (0 for a query with nothing relevant in its top ``k``).
-    precision : ndarray of shape (k,)
+        \sum_{i \le k} \mathrm{rel}_i` (0 for a query with nothing relevant in its top ``top_k``).
+    precision : ndarray of shape (top_k,)
         Mean over queries of prec@i, the share of relevant items among the top i.
 
     Notes
@@ -221,7 +221,7 @@ def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, k: int = 20) ->
         raise ValueError("X_query and X_db must have the same number of columns")
     y_query = as_labels(y_query, Zq.shape[0], "y_query")
     y_db = as_labels(y_db, Zd.shape[0], "y_db")
-    k = check_int_in_range(k, "k", 1, Zd.shape[0])
+    k = check_int_in_range(top_k, "top_k", 1, Zd.shape[0])
     D = np.sum(Zq ** 2, axis=1)[:, None] - 2.0 * Zq @ Zd.T + np.sum(Zd ** 2, axis=1)[None, :]
     top = np.argsort(D, axis=1, kind="stable")[:, :k]
     hit = y_db[top] == y_query[:, None]

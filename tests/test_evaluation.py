@@ -155,11 +155,11 @@ def test_retrieval_precision_by_hand():
     X_db = np.array([[0.0], [1.0], [2.0], [10.0]])
     y_db = np.array([0, 1, 0, 1])
     # query at 0.1 (class 0): ranking 0 (rel), 1 (not), 2 (rel) -> AP@3 = (1 + 2/3) / 2
-    m, prec = retrieval_precision(np.array([[0.1]]), np.array([0]), X_db, y_db, k=3)
+    m, prec = retrieval_precision(np.array([[0.1]]), np.array([0]), X_db, y_db, top_k=3)
     assert m == pytest.approx((1 + 2 / 3) / 2)
     np.testing.assert_allclose(prec, [1.0, 0.5, 2 / 3])
     # nothing relevant in the top 1: AP = 0
-    m, _ = retrieval_precision(np.array([[0.9]]), np.array([0]), X_db, y_db, k=1)
+    m, _ = retrieval_precision(np.array([[0.9]]), np.array([0]), X_db, y_db, top_k=1)
     assert m == 0.0
 
 
@@ -169,8 +169,8 @@ def test_retrieval_precision_improves_when_noise_is_ignored():
     X, y = _noisy_classes()
     M = np.zeros((7, 7))
     M[0, 0] = 1.0
-    m_e, _ = retrieval_precision(X[:20], y[:20], X[20:], y[20:], k=10)
-    m_l, prec = retrieval_precision(X[:20], y[:20], X[20:], y[20:], M, k=10)
+    m_e, _ = retrieval_precision(X[:20], y[:20], X[20:], y[20:], top_k=10)
+    m_l, prec = retrieval_precision(X[:20], y[:20], X[20:], y[20:], M, top_k=10)
     assert m_l == 1.0 > m_e and prec.shape == (10,)
-    with pytest.raises(ValueError, match="k"):
-        retrieval_precision(X[:20], y[:20], X[20:], y[20:], k=200)
+    with pytest.raises(ValueError, match="top_k"):
+        retrieval_precision(X[:20], y[:20], X[20:], y[20:], top_k=200)
