@@ -773,10 +773,6 @@ class ColumnGeneration:
         r"""The paper's hinge value :math:`p(X)` of the last LP's point (its margins :math:`H w`)."""
         return hinge_value(self.H[:, :self.w.size] @ self.w, self.cap)
 
-    def point(self) -> np.ndarray:
-        r""":math:`X = \sum_j w_j v_j v_j^\top` of the last LP (PSD, trace one)."""
-        return column_point(self.cols[:, :self.w.size], self.w)
-
 
 def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max_lp: int,
                                  smoothing: float | str = "auto", eig: str = "auto",

@@ -17,6 +17,7 @@ Everything is evaluated through a factor :math:`L` with :math:`M = L^\top L`
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.distance import cdist
 
 from cvxmetric._checks import as_data_matrix, as_labels, as_square_symmetric, check_int_in_range
 from cvxmetric.generators import sample_quadruplet_indices
@@ -79,17 +80,23 @@ def scaled_distance(M, T) -> float:
     return float(np.sum((Ms - T / np.max(np.abs(T))) ** 2))
 
 
-def _mapped(X, M, name: str = "X") -> np.ndarray:
-    """The rows of ``X`` mapped by the factor ``L`` of ``M`` (``X`` itself when ``M`` is None)."""
-    X = as_data_matrix(X, name)
+def _mapped(*sets, M=None) -> list[np.ndarray]:
+    """Each ``(X, name)`` of ``sets`` as a data matrix, mapped by the one factor ``L`` of ``M``
+    (unchanged when ``M`` is None); the sets must have the same number of columns."""
+    Xs = [as_data_matrix(X, name) for X, name in sets]
+    d = Xs[0].shape[1]
+    for X, (_, name) in zip(Xs[1:], sets[1:]):
+        if X.shape[1] != d:
+            raise ValueError(f"{name} has {X.shape[1]} columns but {sets[0][1]} has {d}; "
+                             "give the sets the same features")
     if M is None:
-        return X
-    M = as_square_symmetric(M, "M", d=X.shape[1], psd=True)
+        return Xs
+    M = as_square_symmetric(M, "M", d=d, psd=True)
     L = psd_factor(M)
     if L.shape[0] == 0:
         raise ValueError("M is the zero matrix: every distance under it is 0, so it orders nothing; "
                          "pass a nonzero PSD metric (or M=None for the Euclidean metric)")
-    return X @ L.T
+    return [X @ L.T for X in Xs]
 
 
 def knn_error(X_train, y_train, X_test, y_test, M=None, *, n_neighbors: int = 3) -> float:
@@ -120,11 +127,7 @@ def knn_error(X_train, y_train, X_test, y_test, M=None, *, n_neighbors: int = 3)
     from sklearn.neighbors import KNeighborsClassifier
 
     n_neighbors = check_int_in_range(n_neighbors, "n_neighbors", 1)
-    Z_train = _mapped(X_train, M, "X_train")
-    Z_test = _mapped(X_test, M, "X_test")
-    if Z_test.shape[1] != Z_train.shape[1]:
-        raise ValueError(f"X_test has {X_test.shape[1]} columns but X_train has {np.shape(X_train)[1]}; "
-                         "give both sets the same features")
+    Z_train, Z_test = _mapped((X_train, "X_train"), (X_test, "X_test"), M=M)
     y_train = as_labels(y_train, Z_train.shape[0], "y_train")
     y_test = as_labels(y_test, Z_test.shape[0], "y_test")
     if n_neighbors > Z_train.shape[0]:
@@ -163,7 +166,7 @@ def metric_embedding(X, M=None, n_components: int = 2) -> tuple[np.ndarray, floa
     explained variance ratio. A learned metric that concentrates on few directions has
     ``kept`` close to 1: the picture is then the whole story.
     """
-    Z = _mapped(X, M)
+    (Z,) = _mapped((X, "X"), M=M)
     n_components = check_int_in_range(n_components, "n_components", 1, np.shape(X)[1])
     Z = Z - Z.mean(axis=0)
     _, s, Vt = np.linalg.svd(Z, full_matrices=False)
@@ -215,14 +218,11 @@ def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, top_k: int = 20
     -----
     Ties in distance are broken by database order (a stable sort), so the result is deterministic.
     """
-    Zq = _mapped(X_query, M, "X_query")
-    Zd = _mapped(X_db, M, "X_db")
-    if Zq.shape[1] != Zd.shape[1]:
-        raise ValueError("X_query and X_db must have the same number of columns")
+    Zq, Zd = _mapped((X_query, "X_query"), (X_db, "X_db"), M=M)
     y_query = as_labels(y_query, Zq.shape[0], "y_query")
     y_db = as_labels(y_db, Zd.shape[0], "y_db")
     k = check_int_in_range(top_k, "top_k", 1, Zd.shape[0])
-    D = np.sum(Zq ** 2, axis=1)[:, None] - 2.0 * Zq @ Zd.T + np.sum(Zd ** 2, axis=1)[None, :]
+    D = cdist(Zq, Zd, "sqeuclidean")   # exact per pair: equal distances tie exactly (stable sort)
     top = np.argsort(D, axis=1, kind="stable")[:, :k]
     hit = y_db[top] == y_query[:, None]
     prec = np.cumsum(hit, axis=1) / np.arange(1, k + 1)

@@ -107,7 +107,7 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     gather = n_pairs * 2 * k * COST_GATHER
     gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
-    pts_K = n_points * d * k * COST_GEMM + min(gather, gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
+    pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
     pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (n_points + 2 * n_pairs) * d * COST_SPARSE \
         + n_points * d * d * COST_GEMM
     if build:

@@ -63,13 +63,13 @@ import numpy as np
 from cvxmetric._checks import check_int_in_range, check_positive
 from cvxmetric.boostmetric import (CG_COLUMNS, LP_OPTIONS, SMOOTHING, BoostMetricCertifier, ColumnGeneration,
                                    TripletGeometry, boostmetric_model, column_point, hinge_value, power_of_two,
-                                   project_capped_simplex, project_spectraplex, solve_restricted_lp)
+                                   project_capped_simplex, project_spectraplex)
 from cvxmetric.certificates import relative_gap
 from cvxmetric.linalg import svec, svec_outer
 
 from .result import SolverResult, make_result
 
-__all__ = ["boostmetric_hinge_cg", "solve_master_lp", "SlackColumnGeneration", "DEFAULT_TOL", "SMOOTHING",
+__all__ = ["boostmetric_hinge_cg", "SlackColumnGeneration", "DEFAULT_TOL", "SMOOTHING",
            "SLACK_MAX_D"]
 
 #: Certified relative gap the loop stops at. Measured: reached in 20-100 LPs on the default
@@ -94,11 +94,6 @@ SLACK_NEGATIVE_RTOL = 1e-12
 
 #: HiGHS's ``simplex_strategy`` value of the primal simplex.
 HIGHS_PRIMAL_SIMPLEX = 4
-
-
-def solve_master_lp(H: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """The restricted master LP (eq. 7) and its dual: :func:`cvxmetric.boostmetric.solve_restricted_lp`."""
-    return solve_restricted_lp(H, nu)
 
 
 def _diagonally_dominant_generators(d: int) -> np.ndarray:

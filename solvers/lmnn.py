@@ -33,10 +33,9 @@ from cvxmetric._checks import as_data_matrix, as_square_symmetric, check_method_
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model)
 
-from .pdhg import pdhg
 from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
-from .working_set import WS_SLACK, ImpostorPool, ModelPool, solve_working_set
+from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ImpostorPool, ModelPool, solve_working_set
 
 __all__ = ["solve_lmnn", "IMPOSTOR_MODES", "METHODS", "PDHG_CHECK_EVERY"]
 
@@ -46,8 +45,7 @@ IMPOSTOR_MODES = ("search", "materialised")
 #: working set (the loop's options and every PDHG round's).
 METHODS = {
     "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS | {"M0"}),
-    "pdhg": keyword_options(solve_working_set, exclude=ENGINE_HOOKS | {"M0"})
-    | keyword_options(pdhg, exclude=ENGINE_HOOKS | {"M0", "y0", "warn"}) | {"ws_slack"},
+    "pdhg": WORKING_SET_OPTIONS - {"M0"},   # M0 is solve_lmnn's own parameter
 }
 #: PDHG's ``check_every`` in LMNN's working-set rounds (PDHG's own default is 16): each check
 #: certifies, and while the bound is loose the certificate's repair (passes over W) costs more

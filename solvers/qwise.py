@@ -17,7 +17,7 @@ from .newton import projected_newton
 from .pdhg import pdhg
 from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
-from .working_set import WS_SLACK, ModelPool, solve_working_set
+from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ModelPool, solve_working_set
 
 __all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_METHODS"]
 
@@ -29,13 +29,8 @@ QWISE_METHODS = {
     "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS),
 }
 
-#: Options of the working set (``method="pdhg", working_set=True``) that no other path takes.
-WORKING_SET_OPTIONS = ("ws_slack", "drop_after", "round_iter", "max_rounds", "max_add")
-
-#: What ``method="pdhg", working_set=True`` reads: the loop's options and every PDHG round's.
-QWISE_WORKING_SET_METHODS = {
-    "pdhg": keyword_options(solve_working_set, exclude=ENGINE_HOOKS) | QWISE_METHODS["pdhg"] | {"ws_slack"},
-}
+#: What ``method="pdhg", working_set=True`` reads (:data:`~cvxmetric.solvers.working_set.WORKING_SET_OPTIONS`).
+QWISE_WORKING_SET_METHODS = {"pdhg": WORKING_SET_OPTIONS}
 
 #: Algorithms of :func:`solve_qwise_vector` (one: projected Newton) and their options.
 QWISE_VECTOR_METHODS = {"newton": keyword_options(projected_newton, exclude=ENGINE_HOOKS)}
@@ -96,7 +91,7 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     ws = check_bool(working_set, "working_set")
     if ws and method != "pdhg":
         raise ValueError(f"working_set=True applies to method='pdhg' only; got method={method!r}")
-    ws_only = sorted(set(options) & set(WORKING_SET_OPTIONS))
+    ws_only = sorted(set(options) & (WORKING_SET_OPTIONS - QWISE_METHODS["pdhg"]))
     if ws_only and not ws:
         raise ValueError(f"{', '.join(ws_only)} apply to method='pdhg' with working_set=True only")
     method = check_method_options("solve_qwise", method, options,

@@ -62,7 +62,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_nonnegative
+from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_nonnegative, keyword_options
 from cvxmetric.certificates import relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
@@ -71,9 +71,9 @@ from cvxmetric.linalg import psd_factor
 from cvxmetric.models import HingeModel
 
 from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg
-from .result import SolverResult, make_result
+from .result import ENGINE_HOOKS, SolverResult, make_result
 
-__all__ = ["solve_working_set", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet", "carry",
+__all__ = ["solve_working_set", "WORKING_SET_OPTIONS", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet", "carry",
            "WS_SLACK", "DROP_AFTER", "ROUND_ITER", "MAX_ROUNDS", "MAX_ADD", "MAX_START_HALVINGS"]
 
 #: A constraint counts as near the margin when :math:`t_c > -` ``WS_SLACK`` :math:`\bar\delta`:
@@ -478,9 +478,12 @@ def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certifi
     """The result contract of :func:`solve_working_set` (see its Returns)."""
     if best.lb is not None:
         measure, measure_tol, measure_value = "certified_gap", certificate_tol, None
-    else:   # no bound at all: the restricted KKT residual, the full one only if nothing outside W is violated
+    else:   # no bound at all: the restricted KKT residual, the full one only if nothing outside W is
+        # violated, and only when it was measured at the point returned (not at a later, worse round)
         measure, measure_tol = "kkt_residual", tol
-        measure_value = res.measure_value if (outside == 0 and res.measure == "kkt_residual") else math.inf
+        at_best = best.M is res.M
+        measure_value = (res.measure_value if (outside == 0 and at_best and res.measure == "kkt_residual")
+                         else math.inf)
     mult, mult_ids = (best.lb_y, best.lb_ids) if best.lb is not None else (best.y, best.ids)
     if isinstance(pool, ModelPool):   # multipliers over all rows of the full model
         full = np.zeros(pool.model.m)
@@ -498,3 +501,9 @@ def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certifi
                        M=best.M, measure_value=measure_value, lower_bound=best.lb, multipliers=mult,
                        n_iter=n_iter, history=history, time=time.perf_counter() - t_start, detail=detail,
                        info=info)
+
+
+#: The options :func:`solve_working_set` reads through a facade: its own (``M0`` included), the
+#: pools' ``ws_slack`` and every PDHG round's options (``y0`` and ``warn`` are the loop's business).
+WORKING_SET_OPTIONS = (keyword_options(solve_working_set, exclude=ENGINE_HOOKS)
+                       | keyword_options(pdhg, exclude=ENGINE_HOOKS | {"M0", "y0", "warn"}) | {"ws_slack"})

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from cvxmetric.boostmetric import (BoostMetricCertifier, MasterLP, TripletGeometry, boostmetric_model, hinge_dual_weights,
-                                   hinge_value, lambda_max_column_generation, project_capped_simplex)
+                                   hinge_value, lambda_max_column_generation, project_capped_simplex,
+                                   solve_restricted_lp)
 from cvxmetric.certificates import relative_difference
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
@@ -17,7 +18,7 @@ from cvxmetric.instances.boostmetric import boostmetric_instance
 from cvxmetric.linalg import random_psd
 from cvxmetric.formulations.boostmetric import build_boostmetric, build_master_dual_lp, build_master_lp
 from cvxmetric.formulations.ladder import solve_certified
-from cvxmetric.solvers.boostmetric_cg import SlackColumnGeneration, boostmetric_hinge_cg, solve_master_lp
+from cvxmetric.solvers.boostmetric_cg import SlackColumnGeneration, boostmetric_hinge_cg
 from cvxmetric.solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
                                            boostmetric_totally_corrective, line_search_weight)
 
@@ -149,7 +150,7 @@ def test_master_lp_primal_dual_and_highs_agree(seed):
     V /= np.linalg.norm(V, axis=0)
     primal, dual = build_master_lp(model, V), build_master_dual_lp(model, V)
     sp_, sd = primal.solve("CLARABEL"), dual.solve("CLARABEL")
-    w, u, val = solve_master_lp(model.geometry.columns(V), model.nu)
+    w, u, val = solve_restricted_lp(model.geometry.columns(V), model.nu)
     assert sp_.ok and sd.ok
     assert -sp_.value == pytest.approx(sd.value, abs=1e-6)
     assert val == pytest.approx(sd.value, abs=1e-6)
@@ -193,7 +194,7 @@ def test_warm_started_master_equals_a_cold_solve_of_the_same_lp(seed):
         scale = np.abs(Hk).max()
         assert w.shape == (keep.sum(),) and warm.n_columns == keep.sum()
         assert pi == pytest.approx(pi_cold, abs=1e-9 * scale)
-        assert pi == pytest.approx(solve_master_lp(Hk, nu)[2], abs=1e-9 * scale)
+        assert pi == pytest.approx(solve_restricted_lp(Hk, nu)[2], abs=1e-9 * scale)
         assert w.min() >= 0 and w.sum() == pytest.approx(1.0)
         assert u.min() >= 0 and u.max() <= nu * (1 + 1e-12) and u.sum() == pytest.approx(1.0)
         assert hinge_value(Hk @ w, nu) == pytest.approx(pi, abs=1e-8 * scale)

@@ -190,6 +190,10 @@ def test_qwise_working_set_options():
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, ws_slack=-1.0, **inst.params)
     with pytest.raises(ValueError, match="round_iter apply to method='pdhg' with working_set=True only"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", round_iter=4, **inst.params)
+    for loop_option in ("y0", "warn"):   # the loop's own business: rejected by the one option check
+        with pytest.raises(ValueError, match=f"unknown option '{loop_option}' for method='pdhg'"):
+            solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, **{loop_option: None},
+                        **inst.params)
     with pytest.raises(TypeError, match="pool must be a ConstraintPool"):
         solve_working_set(qwise_model(inst.X, inst.constraints), np.zeros((5, 5)))
 

@@ -18,7 +18,8 @@ def label_pairs(y, n_constraints, random_state) -> tuple[np.ndarray, np.ndarray]
     """``n_constraints`` similar and as many dissimilar pairs (fewer when fewer exist), as (S, D).
 
     Drawn uniformly without replacement by :func:`cvxmetric.generators.pairs_from_labels` with the
-    estimator's ``random_state``.
+    estimator's ``random_state``, each list in random order (the generator returns them sorted), so
+    that zipping ``S[:m]`` with ``D[:m]`` pairs them at random and a prefix is a uniform subset.
     """
     y = np.asarray(y)
     n = default_n_constraints(y) if n_constraints is None else n_constraints
@@ -31,8 +32,9 @@ def label_pairs(y, n_constraints, random_state) -> tuple[np.ndarray, np.ndarray]
     same = int(np.sum(counts * (counts - 1) // 2))
     if same == 0:
         raise ValueError("no class has two points, so there is no similar pair; give at least two points in a class")
+    rng = as_rng(random_state)
     cons = pairs_from_labels(y, n_similar=min(int(n), same), n_dissimilar=min(int(n), total - same), u=0.0, l=0.0,
-                             seed=as_rng(random_state))
+                             seed=rng)
     S = cons.idx[cons.is_similar][:, :2]
     D = cons.idx[cons.is_dissimilar][:, 2:]
-    return S, D
+    return S[rng.permutation(len(S))], D[rng.permutation(len(D))]
