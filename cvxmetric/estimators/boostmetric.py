@@ -1,6 +1,8 @@
 """BoostMetric (Shen et al. 2012) as a scikit-learn estimator, supervised by class labels."""
 from __future__ import annotations
 
+from cvxmetric.solvers.boostmetric import LOSS_METHODS
+
 from ._base import MetricLearner
 from ._labels import points_and_labels
 from ._solvers import make_instance_boostmetric
@@ -65,8 +67,9 @@ class BoostMetric(MetricLearner):
         self.random_state = random_state
 
     def _check_solver(self) -> str:
-        if self.solver is None and self.loss == "hinge":
-            return "column_generation"
+        # the default follows the loss, as in the facade: the first method that applies to it
+        if self.solver is None and self.loss in LOSS_METHODS:
+            return LOSS_METHODS[self.loss][0]
         return super()._check_solver()
 
     def fit(self, X, y):
