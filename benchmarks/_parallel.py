@@ -15,7 +15,7 @@ the verification report) driven by the options of :func:`add_arguments`:
 Parallel rows share the machine's cores, so absolute times grow with ``--jobs``; compare ratios
 measured within one row. A benchmark run as ``python -m benchmarks.<name>`` must hand worker
 processes functions they can import: its ``__main__`` block calls ``main`` of the module imported
-by name (``from benchmarks.<name> import main``), not the ``__main__`` copy.
+by name (``importlib.import_module(__spec__.name).main()``), not of the ``__main__`` copy.
 """
 from __future__ import annotations
 

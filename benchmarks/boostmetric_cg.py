@@ -134,6 +134,7 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    from benchmarks.boostmetric_cg import main   # the importable module: worker processes load its tasks by name
+    import importlib
 
-    main()
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

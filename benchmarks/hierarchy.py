@@ -123,6 +123,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    from benchmarks.hierarchy import main   # the importable module: worker processes load its tasks by name
+    import importlib
 
-    main()
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

@@ -286,6 +286,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from benchmarks.scale import main   # the importable module: worker processes load its tasks by name
+    import importlib
 
-    raise SystemExit(main())
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())
