@@ -5,6 +5,7 @@ Run from the repository root (by hand; not part of the tests)::
     python -m benchmarks.boostmetric_cg                        # defaults + wine-hinge-d200, Clarabel capped at 600 s
     python -m benchmarks.boostmetric_cg --instances iris-hinge circles-hinge --cap 60
     python -m benchmarks.boostmetric_cg --plain                # also the paper's plain rule
+    python -m benchmarks.boostmetric_cg --jobs 2               # 2 instances at once (same table)
 
 For each instance it prints the column generation's time (wall and CPU), its LPs (X-side columns
 + dual-slack side), columns, certified relative gap and whether it converged, then Clarabel's
@@ -28,6 +29,8 @@ import sys
 import time
 
 from threadpoolctl import threadpool_limits
+
+from benchmarks._parallel import add_arguments, map_rows
 
 DEFAULT_INSTANCES = ("iris-hinge", "wine-hinge", "circles-hinge", "wine-hinge-d200")
 BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -92,6 +95,22 @@ def _cg(name: str, **kw) -> dict:
             "columns": res.info["n_columns"], "gap": res.certified_gap, "converged": res.converged}
 
 
+def instance_rows(task) -> None:
+    """One row of the sweep: one instance, every CG variant and Clarabel on it (printed)."""
+    name, variants, cap, mem_gb = task
+    rows = [(label, _cg(name, **kw)) for label, kw in variants]
+    truth = _truth(name, cap, mem_gb)
+    for label, r in rows:
+        lps = f"{r['lp_columns']}+{r['lp_slack']}"
+        gap = f"{r['gap']:.1e}" + ("" if r["converged"] else "!")
+        if truth["finished"]:
+            tr = f"{truth['wall']:13.3f} {truth['cpu']:7.3f} | {truth['wall'] / r['wall']:10.2f} {truth['cpu'] / r['cpu']:6.2f}"
+        else:
+            tr = f"{truth['why']}"
+        print(f"{name:16s} {r['d']:4d} {r['m']:5d} {label:6s} {r['wall']:8.3f} {r['cpu']:7.3f} {lps:>10s} "
+              f"{r['columns']:5d} {gap:>9s} | {tr}", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", nargs="+", default=list(DEFAULT_INSTANCES))
@@ -99,6 +118,7 @@ def main(argv=None) -> None:
     ap.add_argument("--mem-gb", type=float, default=10.0, help="Clarabel's address-space cap in GB (default 10)")
     ap.add_argument("--plain", action="store_true", help="also run the paper's plain rule (1 column, no stabilization)")
     ap.add_argument("--truth-child", metavar="NAME", help=argparse.SUPPRESS)
+    add_arguments(ap, "instances")
     args = ap.parse_args(argv)
     if args.truth_child:
         _truth_child(args.truth_child)
@@ -108,20 +128,13 @@ def main(argv=None) -> None:
             f"{'cols':>5s} {'cert. gap':>9s} | {'Clarabel wall':>13s} {'cpu':>7s} | {'ratio wall':>10s} {'cpu':>6s}")
     print(head)
     print("-" * len(head))
-    for name in args.instances:
-        rows = [(label, _cg(name, **kw)) for label, kw in variants]
-        truth = _truth(name, args.cap, args.mem_gb)
-        for label, r in rows:
-            lps = f"{r['lp_columns']}+{r['lp_slack']}"
-            gap = f"{r['gap']:.1e}" + ("" if r["converged"] else "!")
-            if truth["finished"]:
-                tr = f"{truth['wall']:13.3f} {truth['cpu']:7.3f} | {truth['wall'] / r['wall']:10.2f} {truth['cpu'] / r['cpu']:6.2f}"
-            else:
-                tr = f"{truth['why']}"
-            print(f"{name:16s} {r['d']:4d} {r['m']:5d} {label:6s} {r['wall']:8.3f} {r['cpu']:7.3f} {lps:>10s} "
-                  f"{r['columns']:5d} {gap:>9s} | {tr}", flush=True)
+    tasks = [(name, variants, args.cap, args.mem_gb) for name in args.instances]
+    list(map_rows(instance_rows, tasks, args, label=lambda task: task[0]))
     print("ratio = Clarabel / CG (> 1: CG faster); '!' after a gap: not converged within the default tol 1e-7")
 
 
 if __name__ == "__main__":
-    main()
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

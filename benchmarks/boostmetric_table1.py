@@ -3,7 +3,8 @@
 Run from the repository root: ``python -m benchmarks.boostmetric_table1`` (all 10 splits; measured
 5.8 min of CPU on one core, 10 min wall on the shared 2-core machine; wine's exponential-loss MP/TC
 fits at nu = 1e-7, unbounded problems run to their iteration caps, take most of it); ``--quick``
-runs 2 splits (about 1 min). Results: ``benchmarks/boostmetric_table1_result.txt``; the iris
+runs 2 splits (about 1 min); ``--jobs N`` runs N splits at once (``--dask ADDRESS``: on a cluster),
+with the same table. Results: ``benchmarks/boostmetric_table1_result.txt``; the iris
 factor runs (``--protocol 7030``, ``--standardize``, ``--triplets-standardized``):
 ``benchmarks/boostmetric_table1_factors.txt``.
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.neighbors import KNeighborsClassifier
@@ -55,6 +57,8 @@ from cvxmetric.linalg import psd_factor
 from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
 from cvxmetric.solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
                                            boostmetric_totally_corrective)
+
+from ._parallel import add_arguments, map_rows
 
 #: The paper's table 1 (mean (std) 3-NN test error, %).
 PAPER = {"iris": {"Euclidean": "3.64 (4.18)", "E": "3.18 (3.74)", "E-MP": "3.18 (4.31)", "E-TC": "3.18 (3.07)",
@@ -128,51 +132,85 @@ def split_indices(n, sizes, split, protocol):
     return perm[:ntr], perm[ntr:ntr + nva], perm[ntr + nva:ntr + nva + nte]
 
 
-def run_dataset(ds, n_splits, protocol, standardize, log, only=None, triplet_space="fit"):
-    X, y = load_dataset(ds, standardized=standardize)
+@dataclass(frozen=True)
+class SplitTask:
+    """One row of the sweep: one split of one data set, every chosen variant fitted on it."""
+
+    ds: str
+    split: int
+    protocol: str
+    standardize: bool
+    only: tuple | None
+    triplet_space: str
+
+
+def chosen_variants(only):
+    """(name, fit) of the variants to run; fit None for the hinge column generation."""
+    return [(n, f) for n, f in list(variants().items()) + [("hinge-CG", None)] if only is None or n in only]
+
+
+def run_split(task: SplitTask) -> dict:
+    """Test errors, chosen nu, certificates and fit times of every variant on one split.
+
+    Returns ``{"m": triplets, "euclidean": error, "variants": {name: {...}}, "messages": [...]}``
+    (each variant: ``sel`` error at the nu chosen on validation or None, ``fixed`` errors at the
+    paper's nu, ``nu``, ``converged``, ``gap``, ``fails``, ``time``).
+    """
+    ds = task.ds
+    X, y = load_dataset(ds, standardized=task.standardize)
     X = X / X.std()
     # "standardized": neighbours (targets, impostors) found on z-scored features, fit on X
-    Xn = load_dataset(ds, standardized=True)[0] if triplet_space == "standardized" else X
+    Xn = load_dataset(ds, standardized=True)[0] if task.triplet_space == "standardized" else X
     d = X.shape[1]
-    grid = NU_GRID if protocol == "paper" else (NU_PAPER,)
-    rows = {"Euclidean": {"sel": [], "fixed": []}}
-    chosen = [(n, f) for n, f in list(variants().items()) + [("hinge-CG", None)] if only is None or n in only]
-    for name, _ in chosen:
-        rows[name] = {"sel": [], "fixed": [], "nu": [], "conv": 0, "n": 0, "gap": 0.0, "fail": 0, "time": 0.0}
-    for s in range(n_splits):
-        tr, va, te = split_indices(len(y), SPLITS[ds], s, protocol)
-        Xtr, ytr = X[tr], y[tr]
-        trip = triplets_from_labels(Xn[tr], ytr, n_neighbors=3, n_impostors=3)
-        e = knn_error(np.eye(d), Xtr, ytr, X[te], y[te])
-        rows["Euclidean"]["sel"].append(e)
-        rows["Euclidean"]["fixed"].append(e)
-        for name, fit in chosen:
-            r = rows[name]
-            cands = []   # (validation error, nu, result)
-            for nu in (grid if fit is not None else (None,)):
-                t0 = time.perf_counter()
-                res, err = fit_quietly(hinge_fit, Xtr, trip) if fit is None else fit_quietly(fit, Xtr, ytr, trip, nu)
-                r["time"] += time.perf_counter() - t0
-                if res is None:
-                    r["fail"] += 1
-                    log(f"  {ds} split {s} {name} nu={nu}: failed: {err}")
-                    continue
-                L = transform(res.M, d)
-                if L.shape[1] == 0:   # M = 0 is no metric
-                    continue
-                if nu == NU_PAPER or fit is None:
-                    r["fixed"].append(knn_error(L, Xtr, ytr, X[te], y[te]))
-                verr = knn_error(L, Xtr, ytr, X[va], y[va]) if len(va) else 0.0
-                cands.append((verr, nu if nu is not None else 0.0, res, L))
-            if not cands:
+    grid = NU_GRID if task.protocol == "paper" else (NU_PAPER,)
+    tr, va, te = split_indices(len(y), SPLITS[ds], task.split, task.protocol)
+    Xtr, ytr = X[tr], y[tr]
+    trip = triplets_from_labels(Xn[tr], ytr, n_neighbors=3, n_impostors=3)
+    out = {"m": len(trip), "euclidean": knn_error(np.eye(d), Xtr, ytr, X[te], y[te]), "variants": {},
+           "messages": []}
+    for name, fit in chosen_variants(task.only):
+        r = out["variants"][name] = {"sel": None, "fixed": [], "nu": None, "converged": False, "gap": 0.0,
+                                     "fails": 0, "time": 0.0}
+        cands = []   # (validation error, nu, result)
+        for nu in (grid if fit is not None else (None,)):
+            t0 = time.perf_counter()
+            res, err = fit_quietly(hinge_fit, Xtr, trip) if fit is None else fit_quietly(fit, Xtr, ytr, trip, nu)
+            r["time"] += time.perf_counter() - t0
+            if res is None:
+                r["fails"] += 1
+                out["messages"].append(f"  {ds} split {task.split} {name} nu={nu}: failed: {err}")
                 continue
+            L = transform(res.M, d)
+            if L.shape[1] == 0:   # M = 0 is no metric
+                continue
+            if nu == NU_PAPER or fit is None:
+                r["fixed"].append(knn_error(L, Xtr, ytr, X[te], y[te]))
+            verr = knn_error(L, Xtr, ytr, X[va], y[va]) if len(va) else 0.0
+            cands.append((verr, nu if nu is not None else 0.0, res, L))
+        if cands:
             verr, nu, res, L = min(cands, key=lambda c: (c[0], c[1]))
-            r["sel"].append(knn_error(L, Xtr, ytr, X[te], y[te]))
-            r["nu"].append(nu)
-            r["n"] += 1
-            r["conv"] += bool(res.converged)
-            r["gap"] = max(r["gap"], gap_of(res))
-    return rows, len(trip)
+            r.update(sel=knn_error(L, Xtr, ytr, X[te], y[te]), nu=nu, converged=bool(res.converged), gap=gap_of(res))
+    return out
+
+
+def collect(splits: list[dict], only) -> tuple[dict, int]:
+    """The table's rows of one data set from its splits (in split order), and the last split's
+    triplet count."""
+    rows = {"Euclidean": {"sel": [s["euclidean"] for s in splits], "fixed": [s["euclidean"] for s in splits]}}
+    for name, _ in chosen_variants(only):
+        r = rows[name] = {"sel": [], "fixed": [], "nu": [], "conv": 0, "n": 0, "gap": 0.0, "fail": 0, "time": 0.0}
+        for s in splits:
+            v = s["variants"][name]
+            r["fixed"] += v["fixed"]
+            r["fail"] += v["fails"]
+            r["time"] += v["time"]
+            if v["sel"] is not None:
+                r["sel"].append(v["sel"])
+                r["nu"].append(v["nu"])
+                r["n"] += 1
+                r["conv"] += v["converged"]
+                r["gap"] = max(r["gap"], v["gap"])
+    return rows, splits[-1]["m"]
 
 
 def fmt(e):
@@ -216,6 +254,7 @@ def main(argv=None):
                     help="find targets/impostors on z-scored features, fit on the raw ones (factor test; "
                          "multi-pass variants regenerate triplets on the raw ones)")
     ap.add_argument("--out", default=None, help="also write the log to this file")
+    add_arguments(ap, "splits")
     args = ap.parse_args(argv)
     n_splits = args.splits or (2 if args.quick else 10)
     lines = []
@@ -225,11 +264,19 @@ def main(argv=None):
         lines.append(msg)
 
     t0 = time.perf_counter()
+    space = "standardized" if args.triplets_standardized else "fit"
+    only = tuple(args.variants) if args.variants else None
+    tasks = [SplitTask(ds, s, args.protocol, args.standardize, only, space)
+             for ds in args.datasets for s in range(n_splits)]
     with threadpool_limits(limits=1):
-        for ds in args.datasets:
-            rows, m = run_dataset(ds, n_splits, args.protocol, args.standardize, log, args.variants,
-                                  "standardized" if args.triplets_standardized else "fit")
-            report(ds, rows, n_splits, m, args.protocol, log)
+        splits = list(map_rows(run_split, tasks, args, label=lambda t: f"{t.ds} split {t.split}"))
+    for ds in args.datasets:
+        mine = [out for task, out in zip(tasks, splits) if task.ds == ds]
+        for out in mine:
+            for msg in out["messages"]:
+                log(msg)
+        rows, m = collect(mine, only)
+        report(ds, rows, n_splits, m, args.protocol, log)
     log(f"\ntotal {time.perf_counter() - t0:.0f}s (one BLAS thread)"
         + (", features standardized" if args.standardize else "")
         + (", triplets from standardized features" if args.triplets_standardized else ""))
@@ -239,4 +286,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

@@ -22,16 +22,22 @@ numerical rank of :math:`M` (eigenvalues above ``RANK_RTOL_TABLE`` :math:`\lambd
 
 Run from the repository root: ``python -m benchmarks.fantope_table31`` (``--quick`` for a reduced
 size smoke run; ``--baseline-iters``, ``--label-noise`` and ``--m-train`` change one factor of the
-protocol, see :func:`run`). The convex problems (no regularization, trace, every MM bound) are solved by
-PDHG to its own stopping rule; the non-convex factor baseline runs ``MAX_ITER`` subgradient
-iterations. Runs that stop at a cap are reported as not converged.
+protocol, see :func:`run`; ``--jobs N`` fits N grid cells at once, ``--dask ADDRESS`` on a cluster, with
+the same table). The convex rows (no regularization, trace) are solved by PDHG to its own stopping
+rule; the Fantope rows run at most ``MM_MAX_OUTER`` MM iterations, each bound solved by PDHG with the
+MM's inexact tolerance schedule and its per-solve cap ``INNER_MAX_ITER``
+(:mod:`cvxmetric.solvers.fantope_mm`); the non-convex factor baseline runs ``FACTOR_MAX_ITER``
+subgradient iterations. Runs that stop at a cap are reported as not converged.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 import warnings
+from dataclasses import dataclass
 
+import numpy as np
 
 from cvxmetric.datasets import synthetic_low_rank_metric
 from cvxmetric.evaluation import labelled_quadruplets, quadruplet_accuracy as accuracy, scaled_distance
@@ -44,22 +50,67 @@ from cvxmetric.solvers.fantope_mm import fantope_mm
 from cvxmetric.solvers.pdhg import pdhg
 from cvxmetric.solvers.subgradient import projected_subgradient
 
+from ._parallel import add_arguments, map_rows
+
 #: Eigenvalues above this fraction of lambda_max count in the reported rank. The subgradient
 #: iterates are PSD projections, so "zero" eigenvalues are exact zeros or tiny positive values
 #: left by the last steps; 1e-3 separates them from the signal on every run we made (the rank
 #: at 1e-6 is printed too).
 RANK_RTOL_TABLE = 1e-3
-#: Iteration caps per solve (inner solve for MM), keeping the whole grid under 10 minutes.
-MAX_ITER = 1500
+#: Iterations of the non-convex factor baseline ("subgradient over L"; it has no stopping test).
+FACTOR_MAX_ITER = 1500
+#: MM (outer) iterations of the Fantope rows, keeping the whole grid under 10 minutes. Each inner
+#: bound solve is capped by the MM itself (``cvxmetric.solvers.fantope_mm.INNER_MAX_ITER``).
 MM_MAX_OUTER = 4
+#: ``run`` without ``parallel_args``: every grid cell in this process.
+_SERIAL = argparse.Namespace(jobs=1, dask=None)
 
 PAPER = {"no regularization": (89.3, 31, 1.07), "subgradient over L": (92.7, 10, 0.44),
          "trace": (95.1, 4, 0.38), "Fantope": (97.5, 10, 0.04), "Fantope + trace": (98.0, 10, 0.03)}
 
 
-def run(*, n=8000, d=50, e=10, m_train=10_000, m_eval=1_000_000, seed=0, max_iter=MAX_ITER,
+@dataclass(frozen=True)
+class Data:
+    """What every fit of the grid shares: the points, the training quadruplets and the settings."""
+
+    X: np.ndarray
+    train: object
+    e: int
+    seed: int
+    factor_max_iter: int
+    baseline_iters: int | None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid cell (one row of the sweep): a table row's method at one (mu, gamma)."""
+
+    method: str
+    mu: float
+    gamma: float
+    how: str   # "baseline", "factor", "M" (PDHG on the convex model) or "mm"
+
+
+def fit_cell(cell: Cell, data: Data):
+    """The fit of one grid cell, its wall time and its CPU time in seconds."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = fantope_model(data.X, data.train, rank=data.e, reg_weight=cell.mu, trace_weight=cell.gamma)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if cell.how == "mm":
+            res = fantope_mm(model, max_iter=MM_MAX_OUTER, inner="pdhg")
+        elif cell.how == "factor":
+            res = factor_subgradient(model.base, data.e, seed=data.seed + 4, max_iter=data.factor_max_iter)
+        elif cell.how == "baseline" and data.baseline_iters is not None:
+            res = projected_subgradient(model.base, max_iter=data.baseline_iters, warn=False)
+        else:
+            res = pdhg(model.base)
+    return res, time.perf_counter() - t0, time.process_time() - c0
+
+
+def run(*, n=8000, d=50, e=10, m_train=10_000, m_eval=1_000_000, seed=0, factor_max_iter=FACTOR_MAX_ITER,
         gammas=(3.0, 30.0, 300.0), mus=(10.0, 100.0, 1000.0), mix=((100.0, 3.0), (1000.0, 3.0)),
-        label_noise=0.0, baseline_iters=None, verbose=True):
+        label_noise=0.0, baseline_iters=None, verbose=True, parallel_args=None):
     """Run the table; ``label_noise`` is the share of *training* quadruplets reversed.
 
     The thesis labels every set exactly by :math:`D_T` (``label_noise = 0``, the default). With
@@ -73,16 +124,20 @@ def run(*, n=8000, d=50, e=10, m_train=10_000, m_eval=1_000_000, seed=0, max_ite
     thesis gives neither its step nor its stopping threshold; stopped early (``120``), this row
     reaches the thesis' accuracy level, the likeliest cause of the gap (README, "why the
     baseline differs"); the regularized rows are unaffected.
+
+    ``parallel_args`` (the ``--jobs``/``--dask`` options of :mod:`benchmarks._parallel`; default
+    serial) fits the grid cells in parallel, each cell whole in one process; validation and test
+    accuracies are computed here, in cell order.
     """
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):  # measured: multi-threaded BLAS spins 4x the CPU time at d = 50
-        return _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise,
-                    baseline_iters, verbose)
+        return _run(n, d, e, m_train, m_eval, seed, factor_max_iter, gammas, mus, mix, label_noise,
+                    baseline_iters, verbose, parallel_args)
 
 
-def _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise, baseline_iters,
-         verbose):
+def _run(n, d, e, m_train, m_eval, seed, factor_max_iter, gammas, mus, mix, label_noise, baseline_iters,
+         verbose, parallel_args):
     t_all = time.perf_counter()
     c_all = time.process_time()
     X, T = synthetic_low_rank_metric(n, d, e, seed=seed)
@@ -94,44 +149,34 @@ def _run(n, d, e, m_train, m_eval, seed, max_iter, gammas, mus, mix, label_noise
         print(f"data: d={d}, e={e}, |X|={n}, |N|={len(train)} (label noise {label_noise:g}), "
               f"|V|={len(qv)}, |T|={len(qt)} "
               f"({time.perf_counter() - t0:.1f}s to label the evaluation sets)", flush=True)
-    def fit(mu, gamma, how):
-        model = fantope_model(X, train, rank=e, reg_weight=mu, trace_weight=gamma)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            if how == "mm":
-                return fantope_mm(model, max_iter=MM_MAX_OUTER, inner="pdhg")
-            if how == "factor":
-                return factor_subgradient(model.base, e, seed=seed + 4, max_iter=max_iter)
-            if how == "baseline" and baseline_iters is not None:
-                return projected_subgradient(model.base, max_iter=baseline_iters, warn=False)
-            return pdhg(model.base)
-
+    data = Data(X, train, e, seed, factor_max_iter, baseline_iters)
+    cells = [Cell(name, mu, gamma, how) for name, candidates, how in (
+        ("no regularization", [(0.0, 0.0)], "baseline"),
+        ("subgradient over L", [(0.0, 0.0)], "factor"),
+        ("trace", [(0.0, g) for g in gammas], "M"),
+        ("Fantope", [(mu, 0.0) for mu in mus], "mm"),
+        ("Fantope + trace", list(mix), "mm")) for mu, gamma in candidates]
+    fits = map_rows(functools.partial(fit_cell, data=data), cells, parallel_args or _SERIAL,
+                    label=lambda c: f"{c.method} mu={c.mu:g} gamma={c.gamma:g}")
+    best = {}   # method -> (validation accuracy, cell, result), the first best cell of each method
+    worker_cpu = 0.0   # CPU time of the fits run in other processes
+    in_workers = parallel_args is not None and (parallel_args.jobs not in (None, 1) or bool(parallel_args.dask))
+    for cell, (res, elapsed, cpu) in zip(cells, fits):
+        worker_cpu += cpu if in_workers else 0.0
+        acc_v = accuracy(X, res.M, qv, sv)
+        if verbose:
+            print(f"  {cell.method:20s} mu={cell.mu:<6g} gamma={cell.gamma:<6g} val acc {100 * acc_v:.2f}%  "
+                  f"iters {res.n_iter} conv {res.converged}  {elapsed:.1f}s", flush=True)
+        if cell.method not in best or acc_v > best[cell.method][0]:
+            best[cell.method] = (acc_v, cell, res)
     rows = []
-
-    def select(name, candidates, how):
-        best = None
-        for mu, gamma in candidates:
-            t0 = time.perf_counter()
-            res = fit(mu, gamma, how)
-            acc_v = accuracy(X, res.M, qv, sv)
-            if verbose:
-                print(f"  {name:20s} mu={mu:<6g} gamma={gamma:<6g} val acc {100 * acc_v:.2f}%  "
-                      f"iters {res.n_iter} conv {res.converged}  {time.perf_counter() - t0:.1f}s", flush=True)
-            if best is None or acc_v > best[0]:
-                best = (acc_v, mu, gamma, res)
-        acc_v, mu, gamma, res = best
-        rows.append({"method": name, "mu": mu, "gamma": gamma, "val_acc": acc_v,
+    for acc_v, cell, res in best.values():
+        rows.append({"method": cell.method, "mu": cell.mu, "gamma": cell.gamma, "val_acc": acc_v,
                      "test_acc": accuracy(X, res.M, qt, st), "rank": numerical_rank(res.M, rtol=RANK_RTOL_TABLE),
                      "rank_1e-6": numerical_rank(res.M, rtol=1e-6), "dist": scaled_distance(res.M, T),
                      "time": res.time, "converged": res.converged, "M": res.M})
-
-    select("no regularization", [(0.0, 0.0)], "baseline")
-    select("subgradient over L", [(0.0, 0.0)], "factor")
-    select("trace", [(0.0, g) for g in gammas], "M")
-    select("Fantope", [(mu, 0.0) for mu in mus], "mm")
-    select("Fantope + trace", list(mix), "mm")
     total = time.perf_counter() - t_all
-    cpu = time.process_time() - c_all
+    cpu = time.process_time() - c_all + worker_cpu
     if verbose:
         print_table(rows, total, cpu)
     return {"rows": rows, "T": T, "time": total, "cpu_time": cpu}
@@ -163,17 +208,21 @@ def main(argv=None) -> None:
     p.add_argument("--baseline-iters", type=int, default=None,
                    help="solve the no-regularization row by this many projected subgradient "
                         "iterations (default: PDHG to the optimum)")
+    add_arguments(p, "grid cells")
     args = p.parse_args(argv)
-    extra = {"label_noise": args.label_noise, "baseline_iters": args.baseline_iters}
+    extra = {"label_noise": args.label_noise, "baseline_iters": args.baseline_iters, "parallel_args": args}
     if args.m_train is not None:
         extra["m_train"] = args.m_train
     if args.quick:
         run(**{"n": 2000, "d": 20, "e": 4, "m_train": 2000, "m_eval": 100_000, "seed": args.seed,
-               "max_iter": 1000, "gammas": (1.0, 10.0), "mus": (10.0, 100.0), "mix": ((100.0, 1.0),),
+               "factor_max_iter": 1000, "gammas": (1.0, 10.0), "mus": (10.0, 100.0), "mix": ((100.0, 1.0),),
                **extra})
     else:
         run(seed=args.seed, **extra)
 
 
 if __name__ == "__main__":
-    main()
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

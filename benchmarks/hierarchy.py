@@ -4,6 +4,7 @@ Run from the repository root (by hand; not part of the tests)::
 
     python -m benchmarks.hierarchy                  # 5 seeds, about 10 s
     python -m benchmarks.hierarchy --seeds 10 --k 5
+    python -m benchmarks.hierarchy --jobs 2         # seeds in 2 processes (the same table)
 
 Data: :func:`cvxmetric.taxonomy.synthetic_taxonomy` with 4 super-classes x 3 sub-classes x 30
 points (4 informative and 4 noise features), standardized with the training statistics and split
@@ -27,6 +28,7 @@ Accuracies on the held-out half (mean +/- std over seeds):
 from __future__ import annotations
 
 import argparse
+import functools
 import warnings
 
 import numpy as np
@@ -34,6 +36,8 @@ import numpy as np
 from cvxmetric.instances import get_instance
 from cvxmetric.taxonomy import class_parents, synthetic_taxonomy, taxonomy_quadruplets
 from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
+
+from ._parallel import add_arguments, map_rows
 
 
 def stratified_half(y, rng):
@@ -102,8 +106,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--k", type=int, default=5, help="neighbours of the k-NN classifier")
+    add_arguments(ap, "seeds")
     args = ap.parse_args(argv)
-    runs = [one_seed(s, args.k) for s in range(args.seeds)]
+    runs = list(map_rows(functools.partial(one_seed, k=args.k), range(args.seeds), args,
+                         label=lambda s: f"seed {s}"))
     print(f"Synthetic two-level taxonomy (4 super-classes x 3 leaves, d = 8: 4 informative + 4 noise), "
           f"{args.k}-NN on held-out halves, {args.seeds} seeds (mean +/- std)")
     print(f"{'metric':<20}{'local subtree':>16}{'overall':>16}{'hier. score':>16}{'converged':>11}{'max cert.gap':>14}")
@@ -117,4 +123,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

@@ -2,7 +2,7 @@ r"""Head-to-head: cvxmetric's ITML (Bregman, random order) vs metric-learn 0.7.0
 
 Run from the repository root (metric-learn lives in its own venv, see ``benchmarks/peer.py``)::
 
-    python -m benchmarks.peer_itml [--repeats 3] [--quick]
+    python -m benchmarks.peer_itml [--repeats 3] [--quick] [--jobs 3]
 
 Both fit the *same* problem: the same similar/dissimilar pairs (drawn from the training labels
 of a fixed, seeded 70/30 split), the same bounds (our default: 5th/95th percentiles of the
@@ -25,6 +25,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
+from benchmarks._parallel import add_arguments, map_rows
 from benchmarks.peer import peer_available, run_peer
 from cvxmetric.certificates import relative_difference
 from cvxmetric.datasets import load_dataset
@@ -117,14 +118,23 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3,
                     help="median of this many fits (default 3; the 2,000-pair case runs once)")
     ap.add_argument("--quick", action="store_true", help="only the 300-pair cases")
+    add_arguments(ap, "data sets")
     args = ap.parse_args(argv)
     if not peer_available():
         raise SystemExit("metric-learn's venv is not available; see benchmarks/peer.py for the set-up")
-    for case in CASES:
-        if args.quick and case[2] + case[3] > 300:
-            continue
-        run_case(*case, repeats=args.repeats if case[2] + case[3] <= 300 else 1)
+    tasks = [(case, args.repeats if case[2] + case[3] <= 300 else 1) for case in CASES
+             if not (args.quick and case[2] + case[3] > 300)]
+    list(map_rows(run_task, tasks, args, label=lambda task: task[0][0]))
+
+
+def run_task(task):
+    """One row of the sweep: a case (ours and metric-learn on it) and its repeats."""
+    case, repeats = task
+    return run_case(*case, repeats=repeats)
 
 
 if __name__ == "__main__":
-    main()
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

@@ -6,6 +6,7 @@ Run from the repository root (metric-learn lives in its own venv, see ``benchmar
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc --methods mmc --datasets iris wine
     ... --lmnn-tols 1e-2 1e-3                                     # also a tighter LMNN solve
     ... --lmnn-pdhg-tols 1e-2 1e-3                                # PDHG on a working set, one row per tol
+    ... --jobs 2                                                  # 2 (method, data set) sections at once
 
 Single-threaded BLAS for both libraries (the variable reaches metric-learn's subprocess): on
 a shared 2-core machine multi-threaded OpenBLAS on 64 x 64 products spins and makes timings
@@ -55,6 +56,7 @@ from cvxmetric.mmc import MMCModel
 from cvxmetric.solvers.lmnn import solve_lmnn
 from cvxmetric.solvers.mmc import solve_mmc
 
+from ._parallel import add_arguments, map_rows
 from .peer import peer_available, run_peer
 
 SPLIT_SEED = 0
@@ -234,6 +236,15 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def section_rows(task) -> list[dict]:
+    """One row of the sweep: one method on one data set, ours and metric-learn's fits (a worker
+    process gets the row settings of the command line with the task)."""
+    method, name, lmnn_tols, lmnn_pdhg_tols = task
+    LMNN_TOLS[:] = lmnn_tols
+    LMNN_PDHG_TOLS[:] = lmnn_pdhg_tols
+    return SECTIONS[method](load_split(name))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
@@ -242,6 +253,7 @@ def main(argv=None) -> int:
                    help="stall tolerances of our LMNN runs (one row each; none: no subgradient row)")
     p.add_argument("--lmnn-pdhg-tols", nargs="*", type=float, default=list(LMNN_PDHG_TOLS),
                    help="PDHG tolerances of our constraint-generation LMNN runs (one row each)")
+    add_arguments(p, "(method, data set) sections")
     args = p.parse_args(argv)
     LMNN_TOLS[:] = args.lmnn_tols
     LMNN_PDHG_TOLS[:] = args.lmnn_pdhg_tols
@@ -249,17 +261,20 @@ def main(argv=None) -> int:
         print("metric-learn's venv is missing; see benchmarks/peer.py for the set-up")
         return 2
     rows = []
+    tasks = [(method, name, tuple(LMNN_TOLS), tuple(LMNN_PDHG_TOLS))
+             for method in args.methods for name in args.datasets]
     with threadpool_limits(1):   # one BLAS thread here; the peer's subprocess inherits OPENBLAS_NUM_THREADS
-        for method in args.methods:
-            for name in args.datasets:
-                new = SECTIONS[method](load_split(name))
-                print(format_rows(new), flush=True)
-                print(flush=True)
-                rows += new
+        for new in map_rows(section_rows, tasks, args, label=lambda task: f"{task[0]} on {task[1]}"):
+            print(format_rows(new), flush=True)
+            print(flush=True)
+            rows += new
     print("All rows:")
     print(format_rows(rows))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

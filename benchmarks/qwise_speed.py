@@ -6,6 +6,7 @@ Run from the repository root (by hand; not part of the tests)::
     python -m benchmarks.qwise_speed --sizes 1000    # the small one only (about a minute)
     python -m benchmarks.qwise_speed --skip CLARABEL # leave out a solver (also: subgradient, pdhg)
     python -m benchmarks.qwise_speed --blas-threads 0  # leave the BLAS thread pools alone
+    python -m benchmarks.qwise_speed --jobs 2        # both sizes at once (each size whole in one process)
 
 For each size it prints the time of every solver, its ratio to each fast solver's time, and the
 relative gap each reached against the best objective found (so an inaccurate cvxpy solve is
@@ -18,12 +19,15 @@ at the project's ground-truth settings. Expect SCS ~4-5 GB and minutes at 10,000
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.instances import get_instance
 from cvxmetric.formulations.qwise import build_qwise
 from cvxmetric.solvers.qwise import solve_qwise
+
+from ._parallel import add_arguments, map_rows
 
 FAST = ("subgradient", "pdhg")
 INSTANCES = {1000: "syn-d50-m1000", 10000: "syn-d50-m10000"}
@@ -78,6 +82,7 @@ def main(argv=None) -> int:
     p.add_argument("--skip", nargs="*", default=[], choices=["SCS", "CLARABEL", *FAST])
     p.add_argument("--blas-threads", type=int, default=1,
                    help="BLAS threads for every solver (0: leave the thread pools alone)")
+    add_arguments(p, "sizes")
     args = p.parse_args(argv)
     limit = None
     if args.blas_threads > 0:
@@ -86,8 +91,9 @@ def main(argv=None) -> int:
         limit = threadpool_limits(limits=args.blas_threads, user_api="blas")
         print(f"BLAS thread pools limited to {args.blas_threads} thread(s)")
     try:
-        for size in args.sizes:
-            run(size, set(args.skip))
+        # one size, with every solver compared at it, per row
+        list(map_rows(functools.partial(run, skip=set(args.skip)), args.sizes, args,
+                      label=lambda size: f"{size} quadruplets", blas_threads=args.blas_threads or None))
     finally:
         if limit is not None:
             limit.restore_original_limits()
@@ -95,4 +101,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

@@ -6,6 +6,7 @@ Run from the repository root::
     python -m benchmarks.scale --sizes d50-m1e4 --peers # with SCS and Clarabel (cap 600 s each)
     python -m benchmarks.scale --quick                  # a small smoke run (seconds)
     python -m benchmarks.scale --calibrate              # the operator cost model against measured times
+    python -m benchmarks.scale --jobs 2                 # 2 sizes at once (each size whole in one process)
 
 Instances: the harness' synthetic target-metric quadruplets (:func:`cvxmetric.instances.qwise.synthetic_qwise`:
 x ~ U[0,1)^d, quadruplets labelled by a rank-10 target metric, 10 % flipped), trace regularizer,
@@ -46,6 +47,8 @@ import numpy as np
 from cvxmetric.certificates import relative_gap
 from cvxmetric.instances.qwise import synthetic_qwise
 from cvxmetric.models import qwise_model
+
+from ._parallel import add_arguments, map_rows
 
 #: SCS at its own default accuracy (as a user runs it); Clarabel at the ground-truth settings.
 SCS_USER_OPTIONS = {"eps_abs": 1e-4, "eps_rel": 1e-4, "max_iters": 100_000}
@@ -245,6 +248,17 @@ def calibrate() -> None:
         print(f"{n:6d} {m:8d} {d:5d} | {cells[0]:>20s} {cells[1]:>18s} | {cells[2]:>18s} {cells[3]:>18s}", flush=True)
 
 
+def size_row(task) -> dict:
+    """One row of the sweep: our solve of one size, its floor, and the peers at that size (printed);
+    the row without its instance (a worker sends it back)."""
+    name, size, time_limit, peers, peer_cap = task
+    r = run_ours(name, size, time_limit)
+    print_table([r])
+    if peers:
+        print_peers(r, {s: (run_peer(name, size, s, peer_cap) if size.peers_fit else None) for s in ("SCS", "CLARABEL")})
+    return {k: v for k, v in r.items() if k != "inst"}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=sorted(SIZES) + sorted(QUICK))
@@ -253,6 +267,7 @@ def main(argv=None) -> int:
     p.add_argument("--peer-cap", type=float, default=PEER_CAP, help="wall-clock cap of a peer solve, s")
     p.add_argument("--time-limit", type=float, default=TIME_LIMIT, help="time limit of our solve, s")
     p.add_argument("--calibrate", action="store_true", help="print the operator cost model against measured times")
+    add_arguments(p, "sizes")
     args = p.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -263,19 +278,15 @@ def main(argv=None) -> int:
             calibrate()
             return 0
         sizes = dict(QUICK) if args.quick else {k: SIZES[k] if k in SIZES else QUICK[k] for k in args.sizes}
-        rows = []
-        for name, size in sizes.items():
-            r = run_ours(name, size, args.time_limit)
-            rows.append(r)
-            print_table([r])
-            if args.peers:
-                peers = {s: (run_peer(name, size, s, args.peer_cap) if size.peers_fit else None)
-                         for s in ("SCS", "CLARABEL")}
-                print_peers(r, peers)
+        tasks = [(name, size, args.time_limit, args.peers, args.peer_cap) for name, size in sizes.items()]
+        rows = list(map_rows(size_row, tasks, args, label=lambda task: task[0]))
         print_table(rows)
         print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import importlib
+
+    # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
+    raise SystemExit(importlib.import_module(__spec__.name).main())

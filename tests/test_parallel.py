@@ -4,6 +4,7 @@ backend on a dask.distributed cluster) give exactly the serial rows, in the seri
 Only the timing fields may differ. The cases are two cheap qwise instances (a matrix and a vector
 model), so every test runs whole cases in other processes within a few seconds.
 """
+import functools
 import json
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 from distributed import Client, LocalCluster
 from threadpoolctl import threadpool_info
 
+from cvxmetric import parallel
 from cvxmetric.verification import harness
 from cvxmetric.verification.cli import main
 from cvxmetric.verification.harness import BLAS_THREADS, ReferenceCache, verify_cases
@@ -80,7 +82,9 @@ def test_a_worker_pins_blas_to_one_thread(monkeypatch):
         return []
 
     monkeypatch.setattr(harness, "_case_rows", record)
-    assert harness._worker_case_rows(CASES[0], 0) == []
+    # the shared mechanism's worker wrapper, as verify_cases calls it in a worker
+    worker = functools.partial(harness._worker_case_rows, seed=0)
+    assert parallel._pinned(worker, 0, CASES[0], BLAS_THREADS) == (0, [])
     assert seen and set(seen) == {BLAS_THREADS}
 
 
@@ -90,10 +94,10 @@ def test_a_case_that_raises_becomes_a_failed_row():
 
 
 def test_a_failing_worker_fails_the_rows_of_its_cases(monkeypatch):
-    def die(k, case, seed):   # what joblib raises when a worker process dies
+    def die(case, seed):   # what joblib raises when a worker process dies
         raise RuntimeError("worker died")
 
-    monkeypatch.setattr(harness, "_indexed", die)
+    monkeypatch.setattr(harness, "_worker_case_rows", die)
     rows = verify_cases(CASES, n_jobs=2, backend="threading")   # threads see the patched function
     assert [r["instance"] for r in rows] == [c[2] for c in CASES]
     assert all(not r["passed"] and r["errors"] == ["worker: RuntimeError: worker died"] for r in rows)

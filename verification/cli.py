@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from typing import Optional, Sequence
 
 import numpy as np
+
+from cvxmetric import parallel
 
 from .harness import BLAS_THREADS, ReferenceCache, default_cases, score_point, verify_cases
 from .registry import get_spec, list_methods
@@ -81,24 +82,6 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def _progress(total: int, bar: bool, lines: bool):
-    """An ``on_done(k, case)`` callback: a tqdm bar (a terminal), one stderr line per finished case
-    (``lines``), or nothing."""
-    if bar:
-        from tqdm import tqdm
-
-        with tqdm(total=total, desc="verifying", unit="case", file=sys.stderr, leave=False) as t:
-            def on_done(k, case):
-                t.set_postfix_str(f"{case[0]}/{case[2]}", refresh=False)
-                t.update(1)
-            yield on_done
-    elif lines:
-        yield lambda k, case: print(f"... [{k}/{total}] {case[0]} / {case[2]} done", file=sys.stderr, flush=True)
-    else:
-        yield None
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m cvxmetric.verification",
                                 description="Verify fast metric-learning solvers against cvxpy ground truth.")
@@ -112,25 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instance seed: 0 (default) is the documented instances; S > 0 draws every random "
                         "default instance anew from seeds shifted by S")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                   help="run N cases (method x instance) at once in worker processes, -1: all cores "
-                        "(default 1; with --dask, all threads of the cluster). The rows, their order and the "
-                        "JSON are those of --jobs 1; one problem always stays in one process")
-    p.add_argument("--dask", "--scheduler", dest="dask", metavar="ADDRESS",
-                   help="run the cases on a dask.distributed cluster through joblib's Dask backend: a "
-                        "scheduler address (tcp://host:8786), or 'local' for a LocalCluster of this machine "
-                        "(needs the 'distributed' extra: pip install 'cvxmetric[distributed]')")
+    parallel.add_arguments(p, what="cases (method x instance)")
     return p
-
-
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1 and value != -1:
-        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer or -1 (all cores); got {text!r}")
-    return value
 
 
 def _seed(text: str) -> int:
@@ -181,34 +147,6 @@ def load_point(path: str) -> np.ndarray:
     if not np.issubdtype(point.dtype, np.number) or np.iscomplexobj(point):
         raise ValueError(f"--check-matrix {path!r} must hold real numbers; got dtype {point.dtype}")
     return point
-
-
-class _UsageError(ValueError):
-    """Unusable input or environment for the requested run (exit status 2)."""
-
-
-@contextlib.contextmanager
-def _dask_client(address: str, n_jobs: Optional[int]):
-    """A ``distributed.Client`` for ``--dask ADDRESS`` (``'local'``: a LocalCluster, one thread per
-    worker, ``n_jobs`` workers or one per core), closed on exit."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise _UsageError("--dask needs dask.distributed, which is not installed; "
-                          "install it with: pip install 'cvxmetric[distributed]' (or 'dask[distributed]')") from None
-    with contextlib.ExitStack() as stack:
-        if address == "local":
-            n_workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else n_jobs
-            # one thread per worker: a case pins BLAS to one thread and holds the GIL in python loops
-            cluster = stack.enter_context(LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                                       processes=True, dashboard_address=None))
-            address = cluster.scheduler_address
-        try:
-            client = stack.enter_context(Client(address, timeout="20s"))
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise _UsageError(f"--dask {address!r}: cannot connect to a dask scheduler ({exc}); start one with "
-                              f"'dask scheduler' and pass its tcp://host:8786 address, or use --dask local") from None
-        yield client
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -271,11 +209,13 @@ def _run(cases: list, args) -> list[dict]:
     cluster (``--dask``); the same rows in the same order in every case."""
     bar = not args.no_progress and sys.stderr.isatty()
     with contextlib.ExitStack() as stack:
-        backend = None
-        n_jobs = args.jobs or 1
-        if args.dask:
-            stack.enter_context(_dask_client(args.dask, args.jobs))
-            backend, n_jobs = "dask", args.jobs or -1
-        on_done = stack.enter_context(_progress(len(cases), bar, lines=not bar and not args.json))
+        n_jobs, backend = stack.enter_context(parallel.backend_from_args(args))
+        on_done = stack.enter_context(parallel.progress(len(cases), label=_case_label, bar=bar,
+                                                        lines=not bar and not args.json, desc="verifying",
+                                                        unit="case"))
         return verify_cases(cases, seed=args.seed, n_jobs=n_jobs, backend=backend, cache=ReferenceCache(),
                             on_done=on_done)
+
+
+def _case_label(case) -> str:
+    return f"{case[0]} / {case[2]}"

@@ -23,7 +23,7 @@ check named after the stage, with the reason in the row's ``errors``; the table 
 """
 from __future__ import annotations
 
-import contextlib
+import functools
 import math
 import time
 import traceback
@@ -36,6 +36,7 @@ import numpy as np
 from cvxmetric.certificates import relative_difference
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance, list_instances
+from cvxmetric.parallel import BLAS_THREADS as PARALLEL_BLAS_THREADS, run_tasks
 from cvxmetric.formulations.ladder import LADDER, CertifiedTruth, solve_certified
 
 from . import tolerances as tol
@@ -49,11 +50,12 @@ REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_l
                  "truth_gap", "truth_rung", "p_star_scs", "f_fast", "rel_gap", "kkt_truth", "kkt_fast",
                  "time_truth", "time_scs", "time_fast", "passed", "checks", "errors")
 
-#: BLAS threads of every solve in the report. The harness' matrices are small (d <= 64): one
-#: thread is as fast, and multi-threaded BLAS spins (measured 10-30x slower per call on a loaded
-#: 2-core machine, e.g. L-BFGS-B evaluations 10 ms instead of 0.3 ms). Parallel runs
-#: (:func:`verify_cases`) pin every worker to it too: the parallelism is across cases.
-BLAS_THREADS = 1
+#: BLAS threads of every solve in the report (:data:`cvxmetric.parallel.BLAS_THREADS`). The
+#: harness' matrices are small (d <= 64): one thread is as fast, and multi-threaded BLAS spins
+#: (measured 10-30x slower per call on a loaded 2-core machine, e.g. L-BFGS-B evaluations 10 ms
+#: instead of 0.3 ms). Parallel runs (:func:`verify_cases`) pin every worker to it too: the
+#: parallelism is across cases.
+BLAS_THREADS = PARALLEL_BLAS_THREADS
 
 #: The SCS rung of the ladder, used for the second opinion.
 _SCS_RUNG = next(r for r in LADDER if r.solver == "SCS")
@@ -430,11 +432,8 @@ def _case_rows(case: Case, seed: int, cache: ReferenceCache) -> list[dict]:
 
 
 def _worker_case_rows(case: Case, seed: int) -> list[dict]:
-    """:func:`_case_rows` in a worker process (loky or a dask worker): BLAS pinned, own cache."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
-        return _case_rows(case, seed, ReferenceCache())
+    """:func:`_case_rows` in a worker process (loky or a dask worker), with its own cache."""
+    return _case_rows(case, seed, ReferenceCache())
 
 
 def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backend: Optional[str] = None,
@@ -450,9 +449,10 @@ def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backe
         Instance seed (see :func:`verify_instance`).
     n_jobs : int
         1 (and no ``backend``): every case in this process, one after the other, sharing
-        ``cache``. Otherwise the cases run through :class:`joblib.Parallel` (``-1``: all cores,
-        or all worker threads of a dask cluster), one whole case per task: a problem is never
-        split across processes or machines. Each worker pins BLAS to :data:`BLAS_THREADS`.
+        ``cache``. Otherwise the cases run through :func:`cvxmetric.parallel.imap_tasks`
+        (:class:`joblib.Parallel`; ``-1``: all cores, or all worker threads of a dask cluster),
+        one whole case per task: a problem is never split across processes or machines. Each
+        worker pins BLAS to :data:`BLAS_THREADS`.
     backend : str, optional
         A joblib backend name; default the active one (loky unless inside
         ``joblib.parallel_config``). ``"dask"`` sends the cases to the current
@@ -470,37 +470,18 @@ def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backe
         parallel machinery itself fails (a worker process dies, the cluster is lost), every case
         without rows yet gets one failed row with the reason (check ``worker``).
     """
-    cases = list(cases)
-    results: list = [None] * len(cases)
     if n_jobs == 1 and backend is None:
-        cache = cache or _DEFAULT_CACHE
-        for k, case in enumerate(cases):
-            results[k] = _case_rows(case, seed, cache)
-            if on_done is not None:
-                on_done(k + 1, case)
+        function = functools.partial(_case_rows, seed=seed, cache=cache or _DEFAULT_CACHE)
     else:
-        from joblib import Parallel, delayed, parallel_config
+        function = functools.partial(_worker_case_rows, seed=seed)
 
-        # parallel_config (not Parallel(backend=...)) resolves lazily registered backends ("dask");
-        # batch_size=1: a case is seconds of work, so one per task balances best
-        config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
-        try:
-            with config:
-                parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
-                tasks = (delayed(_indexed)(k, case, seed) for k, case in enumerate(cases))
-                for done, (k, rows) in enumerate(parallel(tasks), start=1):
-                    results[k] = rows
-                    if on_done is not None:
-                        on_done(done, cases[k])
-        except Exception as exc:   # noqa: BLE001 - a dead worker or a lost cluster: report, never crash
-            for k, (method, _, name) in enumerate(cases):
-                if results[k] is None:
-                    results[k] = [_error_row(method, name, seed, "worker", exc)]
+    def failed(case: Case, exc: BaseException) -> list[dict]:
+        method, _, name = case
+        return [_error_row(method, name, seed, "worker", exc)]
+
+    results = run_tasks(function, cases, n_jobs=n_jobs, backend=backend, blas_threads=BLAS_THREADS,
+                        on_done=on_done, on_failure=failed)
     return [row for rows in results for row in rows]
-
-
-def _indexed(k: int, case: Case, seed: int) -> tuple[int, list[dict]]:
-    return k, _worker_case_rows(case, seed)
 
 
 def verify_method(method: str, instances: Optional[Iterable[str]] = None, *, seed: int = 0, **kw) -> list[dict]:

@@ -7,10 +7,22 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
-__all__ = ["MethodSpec", "FastSolver", "get_spec", "list_methods"]
+__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "list_methods"]
+
+
+class Thresholds(NamedTuple):
+    """How the harness holds one fast solver: its relative gap and its fast-point KKT residual
+    (``kkt_tol`` None: reported, not checked); constants of ``cvxmetric.verification.tolerances``.
+
+    Each method module keeps one mapping ``TOLERANCES`` (solver ``method=`` name -> Thresholds), read
+    by its report rows and, through :attr:`MethodSpec.tolerances`, by the estimators' ``verify()``.
+    """
+
+    gap_tol: float
+    kkt_tol: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,10 @@ class MethodSpec:
     truth_rtol : float
         Relative width the certified ground-truth interval must reach
         (``cvxmetric.verification.tolerances.TRUTH_RTOL`` unless a method documents another).
+    tolerances : mapping of str to Thresholds
+        The thresholds of each fast solver of the method, by the ``method=`` name of its
+        ``solve_<method>`` facade (the module's ``TOLERANCES``): the report's rows of that solver
+        and an estimator's ``verify()`` with ``solver=`` that name hold it to the same numbers.
     load_error : str or None
         Set (by the registry) when the method's module failed to import: the report then shows
         one failed row with this reason instead of crashing.
@@ -81,6 +97,7 @@ class MethodSpec:
     extra_checks: Optional[Callable] = None
     extra_rows: Optional[Callable] = None
     truth_rtol: Optional[float] = None
+    tolerances: Mapping[str, Thresholds] = field(default_factory=dict)
     load_error: Optional[str] = None
 
 

@@ -149,16 +149,18 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         and ``row["errors"]`` say which did not and why. Needs cvxpy (imported here, not before).
         """
         check_is_fitted(self, "result_")
-        from cvxmetric.verification import tolerances
         from cvxmetric.verification.harness import verify_result
+        from cvxmetric.verification.registry import Thresholds, get_spec
+        from cvxmetric.verification.tolerances import GAP_FIRST_ORDER
 
         inst = self._verification_instance()
-        if self.solver_ == EXACT:
-            default_gap, default_kkt = ("FANTOPE_MM_GAP" if inst.method == "fantope" else "GAP_FIRST_ORDER"), None
+        held = get_spec(inst.method).tolerances   # the harness' thresholds of each solver
+        if self.solver_ == EXACT:   # the certified ground truth; Fantope's reference MM is held as the fast MM
+            held = held["mm"] if inst.method == "fantope" else Thresholds(GAP_FIRST_ORDER, None)
         else:
-            default_gap, default_kkt = SOLVERS[inst.method].verify[self.solver_]
-        gap = getattr(tolerances, default_gap) if gap_tol is None else float(gap_tol)
-        kkt = (getattr(tolerances, default_kkt) if default_kkt else None) if kkt_tol is None else float(kkt_tol)
+            held = held[self.solver_]
+        gap = held.gap_tol if gap_tol is None else float(gap_tol)
+        kkt = held.kkt_tol if kkt_tol is None else float(kkt_tol)
         return verify_result(inst.method, inst, self.result_, solver=self.result_.solver, gap_tol=gap, kkt_tol=kkt)
 
     # ---------------------------------------------------------------- Mahalanobis API (metric-learn)

@@ -36,16 +36,15 @@ EXACT = "cvxpy"
 
 @dataclass(frozen=True)
 class MethodSolvers:
-    """The fast solvers of one method (the first is the default) and how ``verify()`` holds them.
+    """The fast solvers of one method (the first is the default) and how to run them.
 
-    ``verify`` maps a solver name to ``(gap_tol, kkt_tol)``: names of constants of
-    ``cvxmetric.verification.tolerances`` (the thresholds the harness applies to the same
-    solver), read lazily by ``verify()``.
+    ``verify()`` holds a solver to the thresholds the harness applies to it, read from the
+    harness' method module (``cvxmetric.verification.methods.<method>.TOLERANCES``, through
+    ``get_spec(method).tolerances``): one place, so the two cannot drift.
     """
 
     methods: tuple
     run: Callable
-    verify: dict
 
 
 def instance_name(kind: str, X: np.ndarray, *parts) -> str:
@@ -185,28 +184,19 @@ def run_orml(inst: Instance, method: str, *, tol, max_iter, options: dict, rando
                       **_options(tol, max_iter, None, **options))
 
 
-#: The fast solvers of each method (first: the default) and the harness thresholds ``verify()``
-#: holds them to (the same as the harness rows of these solvers, ``cvxmetric.verification.methods``).
+#: The fast solvers of each method (first: the default). ``verify()`` holds each to the harness'
+#: thresholds of the same solver (``cvxmetric.verification.methods.<method>.TOLERANCES``).
 SOLVERS = {
     # PDHG first: on separable data (30 blobs points, small optimum, many tight triplets) the
     # subgradient engine was measured to stop uncertified at its 20,000-iteration limit (3.8 s,
     # certified gap 3.6e-3) where PDHG certifies a 1.5e-7 gap in 0.07 s (one run, loaded machine)
-    "lmnn": MethodSolvers(("pdhg", "subgradient"), run_lmnn,
-                          {"subgradient": ("GAP_FIRST_ORDER", None),
-                           "pdhg": ("GAP_FIRST_ORDER", "KKT_FAST_FIRST_ORDER")}),
-    "itml": MethodSolvers(("bregman",), run_itml, {"bregman": ("GAP_BREGMAN", None)}),
-    "mmc": MethodSolvers(("ascent",), run_mmc, {"ascent": ("GAP_FIRST_ORDER", "GAP_FIRST_ORDER")}),
-    "qwise": MethodSolvers(("pdhg", "subgradient"), run_qwise,
-                           {"subgradient": ("GAP_FIRST_ORDER", None),
-                            "pdhg": ("GAP_FIRST_ORDER", "KKT_FAST_FIRST_ORDER")}),
-    "fantope": MethodSolvers(("mm", "subgradient", "factor"), run_fantope,
-                             {"mm": ("FANTOPE_MM_GAP", None), "subgradient": ("FANTOPE_ALG2_GAP", None),
-                              "factor": ("FANTOPE_ALG2_GAP", None)}),
-    "boostmetric": MethodSolvers(("totally_corrective", "column_generation", "stagewise"), run_boostmetric,
-                                 {"column_generation": ("GAP_BOOSTMETRIC_HINGE", None),
-                                  "totally_corrective": ("GAP_BOOSTMETRIC_SMOOTH", "KKT_FAST_BOOSTMETRIC"),
-                                  "stagewise": ("GAP_BOOSTMETRIC_STAGEWISE", None)}),
-    "orml": MethodSolvers(("pursuit",), run_orml, {"pursuit": ("GAP_ORML", "KKT_FAST_ORML")}),
+    "lmnn": MethodSolvers(("pdhg", "subgradient"), run_lmnn),
+    "itml": MethodSolvers(("bregman",), run_itml),
+    "mmc": MethodSolvers(("ascent",), run_mmc),
+    "qwise": MethodSolvers(("pdhg", "subgradient"), run_qwise),
+    "fantope": MethodSolvers(("mm", "subgradient", "factor"), run_fantope),
+    "boostmetric": MethodSolvers(("totally_corrective", "column_generation", "stagewise"), run_boostmetric),
+    "orml": MethodSolvers(("pursuit",), run_orml),
 }
 
 

@@ -27,10 +27,17 @@ from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
 from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 
 from ..kkt import relative_residual
-from ..registry import FastSolver, MethodSpec
+from ..registry import FastSolver, MethodSpec, Thresholds
 from ..tolerances import (GAP_BOOSTMETRIC_HINGE, GAP_BOOSTMETRIC_SMOOTH,
                           GAP_BOOSTMETRIC_STAGEWISE, KKT_FAST_BOOSTMETRIC, KKT_TRUTH_DUAL_WEIGHTS,
                           TRACE_ONE_TOL)
+
+#: The thresholds of BoostMetric's solvers (``solve_boostmetric(method=...)``). The stage-wise
+#: algorithm 3 is not optimal by design: held to its own (loose) certified gap, so that
+#: converged=True there means "certified within GAP_BOOSTMETRIC_STAGEWISE".
+TOLERANCES = {"column_generation": Thresholds(GAP_BOOSTMETRIC_HINGE, None),
+              "totally_corrective": Thresholds(GAP_BOOSTMETRIC_SMOOTH, KKT_FAST_BOOSTMETRIC),
+              "stagewise": Thresholds(GAP_BOOSTMETRIC_STAGEWISE, None)}
 
 
 def _build(inst):
@@ -41,17 +48,15 @@ def _fast(inst):
     loss, nu = inst.params["loss"], inst.params["nu"]
     if loss == "hinge":
         return [FastSolver("boostmetric-hinge-cg", lambda i: boostmetric_hinge_cg(i.X, i.constraints, nu),
-                           GAP_BOOSTMETRIC_HINGE)]
+                           *TOLERANCES["column_generation"])]
     return [FastSolver(f"boostmetric-{loss}-tc",
                        lambda i: boostmetric_totally_corrective(i.X, i.constraints, loss=loss, nu=nu,
                                                                 n_columns=3, max_iter=1000),
-                       GAP_BOOSTMETRIC_SMOOTH, KKT_FAST_BOOSTMETRIC),
-            # algorithm 3 is not optimal by design: held to its own (loose) certified gap, so that
-            # converged=True here means "certified within GAP_BOOSTMETRIC_STAGEWISE"
+                       *TOLERANCES["totally_corrective"]),
             FastSolver(f"boostmetric-{loss}-stagewise",
                        lambda i: boostmetric_stagewise(i.X, i.constraints, loss=loss, nu=nu, max_iter=2000,
-                                                       tol=GAP_BOOSTMETRIC_STAGEWISE),
-                       GAP_BOOSTMETRIC_STAGEWISE)]
+                                                       tol=TOLERANCES["stagewise"].gap_tol),
+                       *TOLERANCES["stagewise"])]
 
 
 def _kkt_truth(form, sol) -> dict:
@@ -144,4 +149,5 @@ SPEC = MethodSpec(
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra,
+    tolerances=TOLERANCES,
 )

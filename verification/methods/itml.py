@@ -21,8 +21,12 @@ import numpy as np
 from cvxmetric.formulations.itml import build_itml, itml_kkt_truth
 from cvxmetric.solvers.itml import solve_itml
 
-from ..registry import FastSolver, MethodSpec
+from ..registry import FastSolver, MethodSpec, Thresholds
 from ..tolerances import GAP_BREGMAN, KKT_FAST_BREGMAN
+
+#: The thresholds of ITML's solver (``solve_itml(method=...)``); the fast point's stationarity is
+#: checked by the multiplier agreement (extra check, KKT_FAST_BREGMAN), not by a KKT residual.
+TOLERANCES = {"bregman": Thresholds(GAP_BREGMAN, None)}
 
 
 def _build(inst):
@@ -30,7 +34,7 @@ def _build(inst):
 
 
 def _fast(inst):
-    return [FastSolver("itml-bregman", lambda i: solve_itml(i.X, i.constraints, **i.params), GAP_BREGMAN, None)]
+    return [FastSolver("itml-bregman", lambda i: solve_itml(i.X, i.constraints, **i.params), *TOLERANCES["bregman"])]
 
 
 def _kkt_fast(form, point):
@@ -55,4 +59,5 @@ SPEC = MethodSpec(
     kkt_truth=itml_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra,
+    tolerances=TOLERANCES,
 )

@@ -9,8 +9,13 @@ from cvxmetric.formulations.lmnn import build_lmnn
 from cvxmetric.solvers.lmnn import solve_lmnn
 
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth
-from ..registry import FastSolver, MethodSpec
+from ..registry import FastSolver, MethodSpec, Thresholds
 from ..tolerances import GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER
+
+#: The thresholds of LMNN's solvers (``solve_lmnn(method=...)``); the subgradient engine's
+#: fast-point KKT residual is reported, not checked (tolerances.KKT_FAST_FIRST_ORDER).
+TOLERANCES = {"subgradient": Thresholds(GAP_FIRST_ORDER, None),
+              "pdhg": Thresholds(GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)}
 
 
 def _params(inst) -> dict:
@@ -22,14 +27,13 @@ def _build(inst):
 
 
 def _fast(inst):
-    # subgradient rows: the fast-point KKT residual is reported, not checked (tolerances.KKT_FAST_FIRST_ORDER)
     return [FastSolver("lmnn-search", lambda i: solve_lmnn(i.X, i.y, impostors="search", **_params(i)),
-                       GAP_FIRST_ORDER, None),
+                       *TOLERANCES["subgradient"]),
             FastSolver("lmnn-materialised",
                        lambda i: solve_lmnn(i.X, i.y, impostors="materialised", **_params(i)),
-                       GAP_FIRST_ORDER, None),
+                       *TOLERANCES["subgradient"]),
             FastSolver("lmnn-pdhg", lambda i: solve_lmnn(i.X, i.y, method="pdhg", **_params(i)),
-                       GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)]
+                       *TOLERANCES["pdhg"])]
 
 
 def _kkt_fast(form, point):
@@ -60,4 +64,5 @@ SPEC = MethodSpec(
     kkt_truth=hinge_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra_checks,
+    tolerances=TOLERANCES,
 )

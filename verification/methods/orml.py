@@ -30,9 +30,12 @@ from cvxmetric.orml import check_ideal_output, orml_model, orml_weights
 from cvxmetric.formulations.orml import build_orml, direction_dual_bounds, direction_values
 from cvxmetric.solvers.orml import orml_pursuit
 
-from ..registry import FastSolver, MethodSpec
+from ..registry import FastSolver, MethodSpec, Thresholds
 from ..tolerances import (GAP_ORML, ORML_ARGMIN_RTOL, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,
                           ORML_PSD_RTOL, ORML_S_FACTOR_RTOL, ORML_TRUTH_RTOL)
+
+#: The threshold of ORML's closed-form pursuit (``solve_orml(method=...)``).
+TOLERANCES = {"pursuit": Thresholds(GAP_ORML, KKT_FAST_ORML)}
 
 
 def instance_model(inst):
@@ -113,9 +116,10 @@ SPEC = MethodSpec(
     instance_methods=("orml",),
     build=lambda inst: build_orml(instance_model(inst)),
     fast_solvers=lambda inst: [
-        FastSolver("orml-pursuit", lambda i: orml_pursuit(instance_model(i)), GAP_ORML, KKT_FAST_ORML)],
+        FastSolver("orml-pursuit", lambda i: orml_pursuit(instance_model(i)), *TOLERANCES["pursuit"])],
     kkt_truth=orml_kkt_truth,
     kkt_fast=stationarity,
     extra_checks=_extra_checks,
     truth_rtol=ORML_TRUTH_RTOL,
+    tolerances=TOLERANCES,
 )

@@ -1,0 +1,62 @@
+"""One place for each solver's thresholds: the harness' method module (``TOLERANCES``). The report's
+rows and an estimator's ``verify()`` read the same numbers, so they cannot drift."""
+import numpy as np
+import pytest
+
+from cvxmetric.estimators._solvers import SOLVERS
+from cvxmetric.instances import get_instance
+from cvxmetric.verification import harness
+from cvxmetric.verification.harness import default_cases
+from cvxmetric.verification.registry import get_spec
+
+#: Report row -> the facade ``method=`` it runs (rows that run a variant of a solver with its
+#: thresholds). ``qwise-pdhg-ws`` (PDHG on a working set) checks PDHG's gap but reports its KKT
+#: residual (registry comment there); the vector model's Newton row has no estimator solver.
+ROW_SOLVER = {"qwise-subgradient": "subgradient", "qwise-pdhg": "pdhg", "lmnn-search": "subgradient",
+              "lmnn-materialised": "subgradient", "lmnn-pdhg": "pdhg", "itml-bregman": "bregman",
+              "mmc-ascent": "ascent", "mmc-ascent-raw": "ascent", "orml-pursuit": "pursuit",
+              "boostmetric-hinge-cg": "column_generation", "boostmetric-exp-tc": "totally_corrective",
+              "boostmetric-logistic-tc": "totally_corrective", "boostmetric-exp-stagewise": "stagewise",
+              "boostmetric-logistic-stagewise": "stagewise"}
+NOT_AN_ESTIMATOR_SOLVER = {"qwise-vector-newton", "qwise-pdhg-ws", "fantope-bound-subgradient", "fantope-bound-pdhg"}
+
+
+@pytest.mark.parametrize("method", sorted(SOLVERS))
+def test_every_estimator_solver_has_the_harness_thresholds(method):
+    assert set(get_spec(method).tolerances) == set(SOLVERS[method].methods)
+
+
+def _report_rows():
+    """(method, row name, FastSolver) of every fast-solver row of the default report."""
+    seen = {}
+    for method, im, name in default_cases():
+        for fs in get_spec(method).fast_solvers(get_instance(im, name)):
+            seen.setdefault(fs.name, (method, fs))
+    return seen
+
+
+def test_report_rows_use_the_thresholds_of_their_solver():
+    rows = _report_rows()
+    assert set(rows) == set(ROW_SOLVER) | NOT_AN_ESTIMATOR_SOLVER   # a new row must be listed above
+    for row, solver in ROW_SOLVER.items():
+        method, fs = rows[row]
+        assert (fs.gap_tol, fs.kkt_tol) == tuple(get_spec(method).tolerances[solver]), row
+    assert rows["qwise-pdhg-ws"][1].gap_tol == get_spec("qwise").tolerances["pdhg"].gap_tol
+
+
+@pytest.mark.parametrize("solver", ["pdhg", "subgradient"])
+def test_estimator_verify_reads_the_harness_thresholds(solver, monkeypatch):
+    from cvxmetric import LMNN
+
+    seen = {}
+    monkeypatch.setattr(harness, "verify_result", lambda *a, **kw: seen.update(kw) or {"passed": True})
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((24, 3)), np.repeat([0, 1, 2], 8)
+    est = LMNN(n_neighbors=2, solver=solver).fit(X, y)
+    held = get_spec("lmnn").tolerances
+    est.verify()
+    assert (seen["gap_tol"], seen["kkt_tol"]) == tuple(held[solver])
+    # one place: a changed threshold there is what verify() applies
+    monkeypatch.setitem(held, solver, type(held[solver])(0.123, 0.456))
+    est.verify()
+    assert (seen["gap_tol"], seen["kkt_tol"]) == (0.123, 0.456)
