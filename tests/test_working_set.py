@@ -111,15 +111,15 @@ def test_working_set_drops_and_readds():
     ws = WorkingSet(np.array([0, 1, 2, 5]), drop_after=1)
     # pass 1: only 0 near; 1 has a positive multiplier (kept), 2 and 5 idle -> dropped
     scan = Scan(np.array([0, 7]), np.array([0.5, 2.0]), 0.0)
-    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
+    rows, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
     np.testing.assert_array_equal(ws.ids, [0, 1, 7])
-    np.testing.assert_array_equal(y, [0.3, 0.2, 0.0])
+    np.testing.assert_array_equal(rows, [0, 1, -1])   # the old positions of 0 and 1; 7 is new
     assert (n_add, n_drop, ws.readded) == (1, 2, 0)
     # pass 2: 2 is violated again -> re-added (multiplier 0), 1 idle with y = 0 now -> dropped
     scan = Scan(np.array([0, 2, 7]), np.array([0.1, 0.4, -0.01]), 0.0)
-    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
+    rows, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
     np.testing.assert_array_equal(ws.ids, [0, 2, 7])
-    np.testing.assert_array_equal(y, [0.3, 0.0, 0.1])
+    np.testing.assert_array_equal(rows, [0, -1, 2])
     assert (n_add, n_drop, ws.readded, ws.n_dropped) == (1, 1, 1, 3)
     # never drop with drop_after = 0
     keep = WorkingSet(np.array([3, 4]), drop_after=0)
@@ -207,3 +207,54 @@ def test_inputs_are_not_modified():
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, M0=M0, max_rounds=2, **inst.params)
     np.testing.assert_array_equal(inst.X, X0)
     np.testing.assert_array_equal(M0, M00)
+
+
+def _small_qwise(m=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((60, 5))
+    cons = quadruplets_from_metric(X, random_psd(5, rank=2, seed=seed + 1), m, seed=seed + 2)
+    return qwise_model(X, cons, regularizer="trace", C_Q=1.0)
+
+
+def test_pdhg_continues_from_its_state_exactly():
+    """Two calls (the second from the first's info['state']) make the same iterates as one call."""
+    model = _small_qwise()
+    one = pdhg(model, max_iter=64, warn=False)
+    first = pdhg(model, max_iter=32, warn=False)
+    second = pdhg(model, state=first.info["state"], max_iter=32, warn=False)
+    assert second.n_iter == one.n_iter == 64
+    np.testing.assert_array_equal(second.info["state"].M, one.info["state"].M)
+    np.testing.assert_array_equal(second.info["state"].y, one.info["state"].y)
+    with pytest.raises(ValueError, match="state must be a PDHGState of this model"):
+        pdhg(model.subset(np.arange(10)), state=first.info["state"])
+
+
+def test_rebind_carries_the_state_row_by_row():
+    """rebind onto another working set: new rows start at 0, kept rows keep their multipliers (also in
+    the average), step size, primal weight and counters carry, the best point and bound reset."""
+    model = _small_qwise()
+    state = pdhg(model.subset(np.arange(0, 300)), max_iter=40, warn=False).info["state"]
+    ids = np.arange(100, 400)                      # rows 100..299 kept, 300..399 new
+    rows = np.where(ids < 300, ids, -1)
+    sub = model.subset(ids)
+    y = np.where(rows >= 0, state.y[np.maximum(rows, 0)] / state.s[np.maximum(rows, 0)], 0.0)
+    new = state.rebind(sub, state.M, y, rows)
+    assert (new.eta, new.omega, new.n_iter, new.n_restarts) == (state.eta, state.omega, state.n_iter, state.n_restarts)
+    assert new.best_lb is None and new.best_f == np.inf
+    np.testing.assert_allclose(new.y[:200], state.y[100:300], rtol=1e-12)
+    assert np.all(new.y[200:] == 0) and np.all(new.y_sum[200:] == 0)
+    np.testing.assert_allclose(new.y_sum[:200], state.y_sum[100:300], rtol=1e-12)
+    np.testing.assert_allclose(new.KM, sub.geometry.values(state.M) / new.s, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(new.KTy_sum, sub.geometry.weighted_sum(new.y_sum / new.s), rtol=1e-9, atol=1e-12)
+
+
+def test_working_set_runs_one_pdhg_state_across_rounds():
+    """The rounds continue one PDHG state: the iterations of all rounds add up to the state's
+    counter, and the rounds' trace is in the result."""
+    model = _small_qwise(m=1500)
+    res = solve_working_set(ModelPool(model), np.zeros((model.d, model.d)), max_add=200, round_iter=8)
+    assert res.converged and res.info["rounds"] > 1
+    assert res.n_iter == sum(res.info["pdhg_iterations"])
+    assert res.info["model"] is not None and len(res.info["trace"]) == res.info["rounds"]
+    gaps = [row[-1] for row in res.info["trace"]]
+    assert gaps[-1] == res.info["certified_gap"] <= res.tol
