@@ -184,7 +184,7 @@ def test_qwise_working_set_options():
     inst = get_instance("qwise", "syn-d5")
     with pytest.raises(ValueError, match="working_set=True applies to method='pdhg'"):
         solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
-    with pytest.raises(TypeError, match="working_set must be True or False"):
+    with pytest.raises(TypeError, match="working_set must be True, False or 'auto'"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
     with pytest.raises(ValueError, match="ws_slack"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, ws_slack=-1.0, **inst.params)
@@ -258,3 +258,26 @@ def test_working_set_runs_one_pdhg_state_across_rounds():
     assert res.info["model"] is not None and len(res.info["trace"]) == res.info["rounds"]
     gaps = [row[-1] for row in res.info["trace"]]
     assert gaps[-1] == res.info["certified_gap"] <= res.tol
+
+
+def test_auto_working_set_follows_the_constraint_threshold(monkeypatch):
+    """working_set="auto" (the default) picks the working set with PDHG from AUTO_WORKING_SET_MIN
+    constraints on, plain PDHG below, and never for the subgradient method; bad values are errors."""
+    import cvxmetric.solvers.qwise as qw
+
+    inst = get_instance("qwise", "syn-d5")
+    m = len(inst.constraints)
+    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", m)
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg-ws"
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=False,
+                       **inst.params).solver == "qwise-pdhg"
+    with pytest.warns(ConvergenceWarning):
+        assert solve_qwise(inst.X, inst.constraints, max_iter=5, **inst.params).solver == "qwise-subgradient"
+    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", m + 1)
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg"
+    with pytest.raises(ValueError, match="working_set='auto' chose plain PDHG"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", drop_after=1, **inst.params)
+    with pytest.raises(TypeError, match="working_set must be True, False or 'auto'"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
+    with pytest.raises(ValueError, match="applies to method='pdhg' only"):
+        solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)

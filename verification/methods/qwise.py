@@ -24,7 +24,8 @@ def _fast(inst):
     # the subgradient row's fast-point KKT residual is reported, not checked (tolerances.KKT_FAST_FIRST_ORDER)
     return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
                        GAP_FIRST_ORDER, None),
-            FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
+            FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", working_set=False,
+                                                           **i.params),
                        GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
             # the working set stops as soon as the full problem's certified gap is within
             # certificate_tol, earlier than plain PDHG's residual test; at such points the
