@@ -34,12 +34,12 @@ QWISE_WORKING_SET_METHODS = {"pdhg": WORKING_SET_OPTIONS}
 
 #: ``method="pdhg", working_set="auto"`` (the default) runs on a working set from this many
 #: constraints on. Measured (``python -m benchmarks.working_set``, d = 50, trace regularizer, one
-#: BLAS thread, time to a certified 1e-4, plain PDHG / working set in one run): 10^4 quadruplets on
-#: 8,000 points ~1.0x (about 45 % of the constraints are near the margin at the optimum, and the
-#: operators' cost there is mostly the points' O(n d^2), which a working set does not shrink);
-#: 3 x 10^4 on 2,000 points 1.2x; 10^5 on 2,000 points ~3x (see NOTES/README "Benchmarks").
-#: Below it, plain PDHG: the same certificate, fewer moving parts.
-AUTO_WORKING_SET_MIN = 50_000
+#: BLAS thread, time to a certified 1e-4, plain PDHG / working set in one run, machine loaded):
+#: 10^4 quadruplets on 8,000 points 1.03x (about 45 % of the constraints are near the margin at the
+#: optimum, and the operators' cost there is mostly the points' O(n d^2), which a working set does
+#: not shrink); 3 x 10^4 on 2,000 points 1.72x (1.21x in an earlier run); 10^5 on 2,000 points
+#: 2.18x. Below it, plain PDHG: the same certificate, no rounds.
+AUTO_WORKING_SET_MIN = 30_000
 
 #: Algorithms of :func:`solve_qwise_vector` (one: projected Newton) and their options.
 QWISE_VECTOR_METHODS = {"newton": keyword_options(projected_newton, exclude=ENGINE_HOOKS)}
