@@ -109,7 +109,7 @@ from cvxmetric.models import REPAIR_STEPS, HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["pdhg", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS"]
+__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS"]
 
 #: Relative tolerance of the stopping rule (a certified gap this small stops at once; the relative
 #: dual residual and restart error must reach it otherwise) and of the KKT measure of models
@@ -547,7 +547,7 @@ class PDHGState:
                                  "restarts": self.n_restarts, "rejected_steps": self.rejected,
                                  "primal_weight": self.omega, "step_size": self.eta, "operator_norm": norm_K,
                                  "checks": self.n_checks, "repairs": self.n_repairs, "stop_reason": stop_reason,
-                                 "trace": self.trace, "state": self})
+                                 "trace": self.trace})
 
 
 def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: float = DEFAULT_TOL,
@@ -599,10 +599,10 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         Issue a :class:`~cvxmetric.exceptions.ConvergenceWarning` when not converged (an outer
         loop that reports through its own result passes False).
     state : PDHGState, optional
-        Continue from this state (a previous run's ``info["state"]``, or its
-        :meth:`PDHGState.rebind` onto ``model``: a working set's next round) instead of starting
-        cold: ``M0``, ``y0``, ``step_size``, ``primal_weight`` and ``seed`` are then not read, and
-        ``max_iter`` counts the iterations of this call.
+        Continue from this state (:func:`start_state`, or its :meth:`PDHGState.rebind` onto
+        ``model``: a working set's next round), advancing it in place, instead of starting cold:
+        ``M0``, ``y0``, ``step_size``, ``primal_weight``, ``adaptive_step`` and ``seed`` are then
+        not read, and ``max_iter`` counts the iterations of this call.
 
     Returns
     -------
@@ -618,8 +618,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         ``stopped_by`` ("certificate", "kkt" or None),
         ``dual_residual``, ``lagrangian_gap`` (relative), ``restarts``, ``rejected_steps``,
         ``primal_weight``, ``step_size``, ``operator_norm``, ``checks``, ``repairs`` (targeted
-        repairs of the certificate), ``stop_reason``, ``state`` (the :class:`PDHGState` at the end,
-        to continue from; its counters, history and trace run over all calls), and
+        repairs of the certificate), ``stop_reason``, and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
         relative dual residual, relative Lagrangian gap, restart error, candidate is average).
 
@@ -644,10 +643,30 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
 
     if state is not None:
         if not isinstance(state, PDHGState) or state.model is not model:
-            raise ValueError("state must be a PDHGState of this model (a previous run's info['state'], "
-                             "or its rebind(model, ...))")
+            raise ValueError("state must be a PDHGState of this model (start_state(model, ...), or a "
+                             "state's rebind(model, ...))")
         return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, None, solver_name,
                     callback, warn, time.perf_counter())
+    state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed)
+    return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
+                callback, warn, state.t_start)
+
+
+def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_weight=None,
+                adaptive_step: bool = True, seed=0) -> PDHGState:
+    """The state :func:`pdhg` starts from (same options, same defaults), for a caller that continues
+    it over several calls: ``pdhg(model, state=...)`` advances it in place, and
+    :meth:`PDHGState.rebind` moves it onto another model (a working set's next round)."""
+    if not isinstance(model, HingeModel):
+        raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
+    if primal_weight is not None:
+        primal_weight = check_positive(primal_weight, "primal_weight")
+    return _cold_state(model, M0, y0, step_size, primal_weight, check_bool(adaptive_step, "adaptive_step"), seed)[0]
+
+
+def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed) -> tuple[PDHGState, Optional[float]]:
+    """The cold start (validated start point, step size from a power iteration unless given, PDLP's
+    primal weight unless given) and the operator norm estimate (None when not computed)."""
     t_start = time.perf_counter()
     M, y = _start(model, M0, y0)
     op = _ScaledOperator(model)
@@ -663,11 +682,9 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
                                        np.asarray(model.constraints.delta, dtype=np.float64) / op.s)
     else:
         omega = float(primal_weight)
-
     state = PDHGState(model, M, y, eta=eta, omega=omega, adaptive_step=adaptive_step, operator=op,
                       t_start=t_start)
-    return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
-                callback, warn, t_start)
+    return state, norm_K
 
 
 def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,

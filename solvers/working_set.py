@@ -73,7 +73,7 @@ from cvxmetric.lmnn import ImpostorSearch, lmnn_pull_model, too_many_triplets_me
 from cvxmetric.linalg import psd_factor
 from cvxmetric.models import HingeModel
 
-from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg
+from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg, start_state
 from .result import ENGINE_HOOKS, SolverResult, make_result
 
 __all__ = ["solve_working_set", "WORKING_SET_OPTIONS", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet",
@@ -360,6 +360,10 @@ class _Best:
             self.lb, self.lb_y, self.lb_ids = float(lb), y, ids
 
 
+#: The options of PDHG's cold start (:func:`~cvxmetric.solvers.pdhg.start_state`): read once, by the first round.
+_COLD_START = ("step_size", "primal_weight", "adaptive_step", "seed")
+
+
 def _quiet_pdhg(sub: HingeModel, **kw) -> SolverResult:
     """One restricted PDHG solve; its ConvergenceWarning is the outer loop's business."""
     with warnings.catch_warnings():
@@ -452,11 +456,13 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         run = {"tol": tol, "certificate_tol": certificate_tol, "max_iter": min(budget, max_iter - n_iter),
                "time_limit": remaining, "solver_name": solver_name, **pdhg_options}
         if state is None:
-            res = _quiet_pdhg(sub, M0=M, y0=np.clip(y, 0.0, sub.coef), **run)
+            state = start_state(sub, M0=M, y0=np.clip(y, 0.0, sub.coef),
+                                **{k: pdhg_options[k] for k in _COLD_START if k in pdhg_options})
         else:   # the previous round's state, moved onto the new W (a warm start, not a cold one)
-            res = _quiet_pdhg(sub, state=state.rebind(sub, M, y, rows), **run)
-        n_round = res.n_iter - (0 if state is None else state.n_iter)
-        state = res.info["state"]
+            state = state.rebind(sub, M, y, rows)
+        before = state.n_iter
+        res = _quiet_pdhg(sub, state=state, **run)   # advances the state
+        n_round = state.n_iter - before
         n_iter += n_round
         iters.append(n_round)
         M, y = state.M, state.y / state.s   # the iterate the next round continues from
