@@ -538,7 +538,7 @@ class PDHGState:
                   f"relative dual residual {last.rel_dual:.2g}, relative restart error {last.rel_err:.2g}")
         return make_result(solver_name, objective=objective, measure=measure, tol=measure_tol,
                            stop_reason=stop_reason, M=M_out, measure_value=measure_value, lower_bound=lb_out,
-                           multipliers=y_out, n_iter=self.n_iter, history=self.history,
+                           multipliers=y_out, n_iter=self.n_iter, history=list(self.history),
                            time=time.perf_counter() - self.t_start, detail=detail, warn=warn,
                            info={"y": y_out, "lower_bound": lb_out,
                                  "certified_gap": None if lb_out is None else relative_gap(objective, lb_out),
@@ -547,7 +547,7 @@ class PDHGState:
                                  "restarts": self.n_restarts, "rejected_steps": self.rejected,
                                  "primal_weight": self.omega, "step_size": self.eta, "operator_norm": norm_K,
                                  "checks": self.n_checks, "repairs": self.n_repairs, "stop_reason": stop_reason,
-                                 "trace": self.trace})
+                                 "trace": list(self.trace)})   # copies: the state may go on
 
 
 def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: float = DEFAULT_TOL,

@@ -228,6 +228,8 @@ def test_pdhg_continues_from_its_state_exactly():
     np.testing.assert_array_equal(second.M, one.M)
     np.testing.assert_array_equal(second.multipliers, one.multipliers)
     assert second.objective == one.objective and second.lower_bound == one.lower_bound
+    assert len(first.history) == len(first.info["trace"]) == 2   # a result's record does not grow when its state goes on
+    np.testing.assert_array_equal(second.history, one.history)
     with pytest.raises(ValueError, match="state must be a PDHGState of this model"):
         pdhg(model.subset(np.arange(10)), state=state)
 
