@@ -29,6 +29,8 @@ import warnings
 import numpy as np
 
 from cvxmetric.certificates import relative_gap
+from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.solvers.working_set import ModelPool, solve_working_set
 
 from .scale import QUICK, SIZES, Size, build
 
@@ -54,8 +56,6 @@ def _first_time(rows, levels=(1e-3, 1e-4)) -> dict:
 
 
 def run_plain(model, time_limit: float) -> dict:
-    from cvxmetric.solvers.pdhg import pdhg
-
     t0 = time.perf_counter()
     res = pdhg(model, certificate_tol=CERTIFICATE_TOL, time_limit=time_limit)
     elapsed = time.perf_counter() - t0
@@ -69,8 +69,6 @@ def run_plain(model, time_limit: float) -> dict:
 
 
 def run_working_set(model, time_limit: float) -> dict:
-    from cvxmetric.solvers.working_set import ModelPool, solve_working_set
-
     t0 = time.perf_counter()
     res = solve_working_set(ModelPool(model), np.zeros((model.d, model.d)), certificate_tol=CERTIFICATE_TOL,
                             time_limit=time_limit)
