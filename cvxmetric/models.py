@@ -160,22 +160,22 @@ class HingeModel:
         if np.any(coef < 0) or not np.all(np.isfinite(coef)):
             raise ValueError("coef must be finite and non-negative")
         constraints.validate(self.geometry.X.shape[0], name="constraints", allow_empty=True)
-        geometry = self.geometry.extended(constraints)
-        out = HingeModel(geometry, np.concatenate([self.coef, coef]), self.R, self.q, self.name)
-        if "basis" in self._cache:   # same X and R: the data span is unchanged
-            out._cache["basis"] = self._cache["basis"]
-        return out
+        return self._with_rows(self.geometry.extended(constraints), np.concatenate([self.coef, coef]))
 
     def subset(self, index) -> "HingeModel":
         r"""The same model restricted to the constraints ``index`` (a boolean mask or row indices).
 
         Used by working sets (:mod:`cvxmetric.solvers.working_set`): the restricted objective drops
-        non-negative hinge terms only, so its optimum is at most the full one. The data span
-        (same X and R) is passed on through the cache.
+        non-negative hinge terms only, so its optimum is at most the full one.
         """
-        geometry = self.geometry.subset(index)
         rows = np.arange(self.m)[np.asarray(index)]
-        out = HingeModel(geometry, self.coef[rows], self.R, self.q, self.name)
+        return self._with_rows(self.geometry.subset(rows), self.coef[rows])
+
+    def _with_rows(self, geometry: QuadrupletGeometry, coef: np.ndarray) -> "HingeModel":
+        """The same linear and quadratic terms over other constraint rows on the same data (the one
+        mechanism of :meth:`extended` and :meth:`subset`): same X and R, so the data span
+        (:meth:`_basis`) is passed on through the cache."""
+        out = HingeModel(geometry, coef, self.R, self.q, self.name)
         if "basis" in self._cache:
             out._cache["basis"] = self._cache["basis"]
         return out

@@ -109,7 +109,7 @@ from cvxmetric.models import REPAIR_STEPS, HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["pdhg", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS"]
+__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "DEFAULT_TOL", "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS"]
 
 #: Relative tolerance of the stopping rule (a certified gap this small stops at once; the relative
 #: dual residual and restart error must reach it otherwise) and of the KKT measure of models
@@ -250,6 +250,8 @@ class PDHGState:
         The scaled operator :math:`K'` (built from ``model`` when omitted).
     t_start : float, optional
         ``time.perf_counter()`` at the start of the solve (default: now).
+    err_last : float, optional
+        Restart error of the last restart (default: the start's; :meth:`rebind` carries it).
 
     Attributes
     ----------
@@ -274,7 +276,7 @@ class PDHGState:
 
     def __init__(self, model: HingeModel, M: np.ndarray, y: np.ndarray, *, eta: float, omega: float,
                  adaptive_step: bool = True, operator: Optional["_ScaledOperator"] = None,
-                 t_start: Optional[float] = None):
+                 t_start: Optional[float] = None, err_last: Optional[float] = None):
         self.model = model
         self.op = _ScaledOperator(model) if operator is None else operator
         self.R = np.asarray(model.R, dtype=np.float64)
@@ -294,7 +296,7 @@ class PDHGState:
         # restart bookkeeping
         self.M_last, self.y_last = self.M.copy(), self.y.copy()
         self.rho = 0.0
-        self.err_last = self.score(self.M, self.y, self.KM, self.KTy).err
+        self.err_last = self.score(self.M, self.y, self.KM, self.KTy).err if err_last is None else err_last
         self.err_prev_cand = math.inf
         self.cycle_start = 0
         self._reset_average()
@@ -307,6 +309,37 @@ class PDHGState:
         self.last = None
         self.history: list[float] = []
         self.trace: list[tuple] = []
+
+    def rebind(self, model: HingeModel, M: np.ndarray, y: np.ndarray, rows: np.ndarray) -> "PDHGState":
+        r"""This state moved to another model on the same data and linear term (a working set's next
+        restricted model), at the point ``(M, y)`` (``y`` unscaled, on the rows of ``model``): a warm
+        start that keeps what a cold start would have to learn again.
+
+        Carried: step size, primal weight, counters, the restart bookkeeping (restart point, error,
+        cycle) and the repair bookkeeping; the step-weighted average and the restart point's
+        multipliers row by row (``rows[i]``: the row of ``self.model`` that row i of ``model`` was,
+        -1 for a new row, whose multipliers start at 0), the average's products recomputed on
+        ``model``. Reset: the best point and bound, which belong to the old model's objective.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        new = PDHGState(model, M, y, eta=self.eta, omega=self.omega, adaptive_step=self.adaptive_step,
+                        t_start=self.t_start, err_last=self.err_last)
+        hit = rows >= 0
+
+        def moved(v):   # scaled multipliers of the old rows -> scaled multipliers of the new rows
+            out = np.zeros(model.m)
+            out[hit] = v[rows[hit]] / self.s[rows[hit]] * new.s[hit]
+            return out
+
+        new.n_iter, new.rejected, new.n_restarts, new.n_checks = self.n_iter, self.rejected, self.n_restarts, self.n_checks
+        new.M_last, new.y_last = self.M_last, moved(self.y_last)
+        new.rho, new.err_prev_cand, new.cycle_start = self.rho, self.err_prev_cand, self.cycle_start
+        if self.w_sum > 0:
+            new.w_sum, new.M_sum, new.y_sum = self.w_sum, self.M_sum.copy(), moved(self.y_sum)
+            new.KM_sum, new.KTy_sum = new.op.apply(new.M_sum), new.op.adjoint(new.y_sum)
+        new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost
+        new.history, new.trace = self.history, self.trace
+        return new
 
     def _reset_average(self) -> None:
         self.w_sum = 0.0
@@ -505,7 +538,7 @@ class PDHGState:
                   f"relative dual residual {last.rel_dual:.2g}, relative restart error {last.rel_err:.2g}")
         return make_result(solver_name, objective=objective, measure=measure, tol=measure_tol,
                            stop_reason=stop_reason, M=M_out, measure_value=measure_value, lower_bound=lb_out,
-                           multipliers=y_out, n_iter=self.n_iter, history=self.history,
+                           multipliers=y_out, n_iter=self.n_iter, history=list(self.history),
                            time=time.perf_counter() - self.t_start, detail=detail, warn=warn,
                            info={"y": y_out, "lower_bound": lb_out,
                                  "certified_gap": None if lb_out is None else relative_gap(objective, lb_out),
@@ -514,7 +547,7 @@ class PDHGState:
                                  "restarts": self.n_restarts, "rejected_steps": self.rejected,
                                  "primal_weight": self.omega, "step_size": self.eta, "operator_norm": norm_K,
                                  "checks": self.n_checks, "repairs": self.n_repairs, "stop_reason": stop_reason,
-                                 "trace": self.trace})
+                                 "trace": list(self.trace)})   # copies: the state may go on
 
 
 def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: float = DEFAULT_TOL,
@@ -523,7 +556,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
          step_size=None,
          restarts: bool = True, adaptive_step: bool = True, seed=0, solver_name: str = "pdhg",
          callback: Optional[Callable[[int, np.ndarray, float], None]] = None,
-         warn: bool = True) -> SolverResult:
+         warn: bool = True, state: Optional[PDHGState] = None) -> SolverResult:
     r"""Minimise a hinge model over the PSD cone by restarted, adaptive PDHG.
 
     Parameters
@@ -565,6 +598,11 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     warn : bool
         Issue a :class:`~cvxmetric.exceptions.ConvergenceWarning` when not converged (an outer
         loop that reports through its own result passes False).
+    state : PDHGState, optional
+        Continue from this state (:func:`start_state`, or its :meth:`PDHGState.rebind` onto
+        ``model``: a working set's next round), advancing it in place, instead of starting cold:
+        ``M0``, ``y0``, ``step_size``, ``primal_weight``, ``adaptive_step`` and ``seed`` are then
+        not read, and ``max_iter`` counts the iterations of this call.
 
     Returns
     -------
@@ -603,6 +641,32 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     if model.m == 0:
         raise ValueError("model has no constraints; PDHG needs at least one hinge term")
 
+    if state is not None:
+        if not isinstance(state, PDHGState) or state.model is not model:
+            raise ValueError("state must be a PDHGState of this model (start_state(model, ...), or a "
+                             "state's rebind(model, ...))")
+        return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, None, solver_name,
+                    callback, warn, time.perf_counter())
+    state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed)
+    return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
+                callback, warn, state.t_start)
+
+
+def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_weight=None,
+                adaptive_step: bool = True, seed=0) -> PDHGState:
+    """The state :func:`pdhg` starts from (same options, same defaults), for a caller that continues
+    it over several calls: ``pdhg(model, state=...)`` advances it in place, and
+    :meth:`PDHGState.rebind` moves it onto another model (a working set's next round)."""
+    if not isinstance(model, HingeModel):
+        raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
+    if primal_weight is not None:
+        primal_weight = check_positive(primal_weight, "primal_weight")
+    return _cold_state(model, M0, y0, step_size, primal_weight, check_bool(adaptive_step, "adaptive_step"), seed)[0]
+
+
+def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed) -> tuple[PDHGState, Optional[float]]:
+    """The cold start (validated start point, step size from a power iteration unless given, PDLP's
+    primal weight unless given) and the operator norm estimate (None when not computed)."""
     t_start = time.perf_counter()
     M, y = _start(model, M0, y0)
     op = _ScaledOperator(model)
@@ -618,15 +682,21 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
                                        np.asarray(model.constraints.delta, dtype=np.float64) / op.s)
     else:
         omega = float(primal_weight)
-
     state = PDHGState(model, M, y, eta=eta, omega=omega, adaptive_step=adaptive_step, operator=op,
                       t_start=t_start)
-    robust = model.has_certificate
+    return state, norm_K
+
+
+def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
+         callback, warn, t_start) -> SolverResult:
+    """The iteration of :func:`pdhg` from ``state``: at most ``max_iter`` more iterations."""
+    robust = state.model.has_certificate
     stop_reason, stopped_by = "max_iter", None
-    while state.n_iter < max_iter:
+    stop_at = state.n_iter + max_iter
+    while state.n_iter < stop_at:
         if not state.step():
             continue
-        if state.n_iter % check_every and state.n_iter < max_iter:
+        if state.n_iter % check_every and state.n_iter < stop_at:
             continue
         cand, is_avg = state.check(tol, callback)
         stopped_by = state.converged(cand, tol, certificate_tol, robust)

@@ -40,7 +40,7 @@ the method (:meth:`~SubgradientState.step`, :meth:`~SubgradientState.certify`,
 replaceable on its own: the step rule and epoch bookkeeping (:class:`EpochSchedule`, shared with
 :mod:`cvxmetric.solvers.factor_subgradient`), the ergodic multipliers (:class:`EpochAverages`),
 the certificate (:class:`DualBoundCertificate`, or :class:`StationarityCertificate` with an
-extra term) and the checked rows (:class:`AllRows`, :class:`WorkingSet`, or
+extra term) and the checked rows (:class:`AllRows`, :class:`ActiveSetRows`, or
 :class:`OracleRows` for an implicit constraint set), which own the model and its incremental
 hinge. The hooks of :func:`projected_subgradient` (``extra``, ``oracle``, ``stationarity``,
 ``callback``) are unchanged.
@@ -115,7 +115,7 @@ from cvxmetric.models import HingeModel
 from .result import SolverResult, make_result
 
 __all__ = ["projected_subgradient", "SubgradientState", "EpochSchedule", "ErgodicAverage", "EpochAverages",
-           "DualBoundCertificate", "StationarityCertificate", "AllRows", "WorkingSet", "OracleRows",
+           "DualBoundCertificate", "StationarityCertificate", "AllRows", "ActiveSetRows", "OracleRows",
            "STEP_SCALE", "FIRST_EPOCH", "DEFAULT_TOL", "RECHECK_EVERY", "AUTO_ACTIVE_SET_MIN", "CERTIFY_EVERY"]
 
 #: Step length of an epoch as a fraction of the current solution's Frobenius norm. Measured on
@@ -304,7 +304,7 @@ class StationarityCertificate:
 class AllRows:
     """The checked rows: every constraint, at every iteration.
 
-    The row strategies (this one, :class:`WorkingSet`, :class:`OracleRows`) own the current
+    The row strategies (this one, :class:`ActiveSetRows`, :class:`OracleRows`) own the current
     ``model`` (the rows the hinge runs over) and its incremental ``hinge``
     (:class:`~cvxmetric.hinge.HingeLoss`); the method asks them to check the hinge at a new
     iterate, to make the subgradient at a point a full one, and for objectives over all rows.
@@ -341,9 +341,11 @@ class AllRows:
         return {"working_set_size": int(self.working.sum())}
 
 
-class WorkingSet(AllRows):
-    """LMNN-style active set: between full re-checks (every ``recheck_every`` iterations) only the
-    union of the rows found violated at any full check is evaluated."""
+class ActiveSetRows(AllRows):
+    """The rows of ``active_set=True`` (LMNN-style): between full re-checks (every ``recheck_every``
+    iterations) only the union of the rows found violated at any full check is evaluated. (PDHG's
+    working set, with drops and a certificate of the full problem, is
+    :class:`cvxmetric.solvers.working_set.WorkingSet`.)"""
 
     def __init__(self, model: HingeModel, M: np.ndarray, recheck_every: int):
         super().__init__(model, M)
@@ -447,7 +449,7 @@ class SubgradientState:
 
     It holds the iterate :math:`(M, \lambda, V)` (``lam, V = eigh(M)``), the best point and its
     full objective, the working set's best unscored candidate, the epoch's ergodic averages, the
-    step rule (:class:`EpochSchedule`), the checked rows (:class:`AllRows`, :class:`WorkingSet`
+    step rule (:class:`EpochSchedule`), the checked rows (:class:`AllRows`, :class:`ActiveSetRows`
     or :class:`OracleRows`), the extra term and the certificate (:class:`DualBoundCertificate`
     or :class:`StationarityCertificate`). Its methods are the steps of the method:
     :meth:`start_epoch`, :meth:`step`, :meth:`certify`, :meth:`stop_test`, :meth:`run_epoch`,
@@ -470,7 +472,7 @@ class SubgradientState:
         if oracle is not None:
             self.rows = OracleRows(model, self.M, self.lam, self.V, oracle, recheck_every)
         elif use_working_set:
-            self.rows = WorkingSet(model, self.M, recheck_every)
+            self.rows = ActiveSetRows(model, self.M, recheck_every)
         else:
             self.rows = AllRows(model, self.M)
         self.use_working_set = use_working_set

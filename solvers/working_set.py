@@ -10,9 +10,12 @@ implicit) constraint set :math:`\mathcal{C}`:
 At the optimum only the constraints near or past the margin carry a multiplier, so the solver
 keeps a **working set** :math:`W \subseteq \mathcal{C}` and runs restarted PDHG
 (:func:`cvxmetric.solvers.pdhg.pdhg`) on the restricted model :math:`f_W` (the same linear and
-quadratic terms, hinge terms on :math:`W` only), warm-started from the previous point, multipliers,
-step size and primal weight. Each round ends with one **full pass** over :math:`\mathcal{C}` at
-the current point :math:`M` (a :class:`ConstraintPool`'s ``scan``):
+quadratic terms, hinge terms on :math:`W` only). PDHG's state carries over from round to round
+(:meth:`cvxmetric.solvers.pdhg.PDHGState.rebind`: the iterate, its multipliers extended by zeros
+for the added constraints, step size, primal weight, step-weighted average, restart and repair
+bookkeeping), so a round continues the previous one instead of starting cold. Each round ends with
+one **full pass** over :math:`\mathcal{C}` at the round's best point :math:`M` (a
+:class:`ConstraintPool`'s ``scan``; the start gets one too):
 
 * it computes the full objective :math:`f(M)` exactly (the upper bound);
 * it **adds** the constraints outside :math:`W` with :math:`t_c(M) > -s\,\bar\delta` (``slack``
@@ -70,10 +73,11 @@ from cvxmetric.lmnn import ImpostorSearch, lmnn_pull_model, too_many_triplets_me
 from cvxmetric.linalg import psd_factor
 from cvxmetric.models import HingeModel
 
-from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg
+from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg, start_state
 from .result import ENGINE_HOOKS, SolverResult, make_result
 
-__all__ = ["solve_working_set", "WORKING_SET_OPTIONS", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet", "carry",
+__all__ = ["solve_working_set", "WORKING_SET_OPTIONS", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet",
+           "largest_margins", "positions",
            "WS_SLACK", "DROP_AFTER", "ROUND_ITER", "MAX_ROUNDS", "MAX_ADD", "MAX_START_HALVINGS"]
 
 #: A constraint counts as near the margin when :math:`t_c > -` ``WS_SLACK`` :math:`\bar\delta`:
@@ -140,8 +144,8 @@ class ConstraintPool:
         """The full problem's dual bound at the multiplier ``y`` on the rows ``ids`` of ``sub``, zero elsewhere."""
         raise NotImplementedError
 
-    def initial(self, M0: np.ndarray, max_add: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, M)``: the first working set (never empty) and the point to start from."""
+    def initial(self, M0: np.ndarray, scan: Scan, max_add: int) -> np.ndarray:
+        """The first working set at the start ``M0`` (never empty), from the pass ``scan`` at ``M0``."""
         raise NotImplementedError
 
     @property
@@ -187,12 +191,11 @@ class ModelPool(ConstraintPool):
         Ky = sub.geometry.weighted_sum(np.clip(y, 0.0, sub.coef))
         return self.model.certify(full, upper, Ky=Ky, repair_steps=0)[0]
 
-    def initial(self, M0, max_add):
-        t = self.model.margins(M0)
-        ids = np.flatnonzero(self._near(t))
-        if ids.size == 0 or (max_add and ids.size > max_add):   # the largest margins first
-            ids = np.argsort(-t, kind="stable")[:max_add or self.model.m]
-        return np.sort(ids), M0
+    def initial(self, M0, scan, max_add):
+        if scan.ids.size:
+            return largest_margins(scan.ids, scan.margins, max_add)
+        # nothing near the margin at M0: the largest margins of all rows (one more operator pass)
+        return largest_margins(np.arange(self.model.m), self.model.margins(M0), max_add or self.model.m)
 
 
 class ImpostorPool(ConstraintPool):
@@ -241,17 +244,14 @@ class ImpostorPool(ConstraintPool):
     def full_bound(self, sub, ids, y, upper):
         return sub.certify(y, upper, repair_steps=0)[0]
 
-    def initial(self, M0, max_add):
+    def initial(self, M0, scan, max_add):
         scale = 1.0
         for _ in range(MAX_START_HALVINGS):   # nothing near the margin at M0: shrink it until something is
-            scan = self.scan(scale * M0)
             if scan.ids.size:
                 break
             scale *= 0.5
-        ids = scan.ids
-        if max_add and ids.size > max_add:
-            ids = np.sort(ids[np.argsort(-scan.margins, kind="stable")[:max_add]])
-        return ids, M0
+            scan = self.scan(scale * M0)
+        return largest_margins(scan.ids, scan.margins, max_add)
 
 
 class WorkingSet:
@@ -279,9 +279,10 @@ class WorkingSet:
         return scan.ids[out], scan.margins[out]
 
     def update(self, scan: Scan, y: np.ndarray, max_add: int) -> tuple[np.ndarray, int, int]:
-        """Drop the long-idle constraints, add the scanned ones outside W.
+        """Drop the long-idle constraints (``y``: the multipliers on W), add the scanned ones outside W.
 
-        Returns ``(y on the new W, number added, number dropped)``; added constraints start at 0.
+        Returns ``(rows, number added, number dropped)``: ``rows[i]`` is the position in the old W
+        of the new W's i-th id, -1 for an added one (:func:`positions`).
         """
         near = np.isin(self.ids, scan.ids, assume_unique=True)
         self.idle = np.where(near | (y > 0), 0, self.idle + 1)
@@ -290,24 +291,40 @@ class WorkingSet:
         self.dropped = np.union1d(self.dropped, self.ids[~keep])
         self.n_dropped += n_drop
         new, marg = self.outside(scan)
-        cap = max(max_add, int(np.sum(keep)))
-        if max_add and new.size > cap:   # the largest margins first (see MAX_ADD)
-            new = np.sort(new[np.argsort(-marg, kind="stable")[:cap]])
+        new = largest_margins(new, marg, max(max_add, int(np.sum(keep))) if max_add else 0)   # see MAX_ADD
         self.readded += int(np.sum(np.isin(new, self.dropped, assume_unique=True)))
-        old_ids, old_y, old_idle = self.ids[keep], y[keep], self.idle[keep]
-        self.ids = np.union1d(old_ids, new)
+        old_ids, old_idle = self.ids, self.idle[keep]
+        self.ids = np.union1d(old_ids[keep], new)
         self.idle = np.zeros(self.ids.size, dtype=np.int64)
-        self.idle[np.searchsorted(self.ids, old_ids)] = old_idle
-        return carry(old_y, old_ids, self.ids), int(new.size), n_drop
+        self.idle[np.searchsorted(self.ids, old_ids[keep])] = old_idle
+        return positions(self.ids, old_ids), int(new.size), n_drop
 
 
-def carry(y: np.ndarray, ids: np.ndarray, new_ids: np.ndarray) -> np.ndarray:
-    """Multipliers ``y`` on the sorted ids ``ids`` moved onto ``new_ids`` (0 where new, dropped where gone)."""
-    out = np.zeros(new_ids.size)
-    pos = np.searchsorted(new_ids, ids)
-    pos = np.minimum(pos, max(new_ids.size - 1, 0))
-    hit = (new_ids.size > 0) & (new_ids[pos] == ids) if ids.size else np.zeros(0, dtype=bool)
-    out[pos[hit]] = y[hit]
+def largest_margins(ids: np.ndarray, margins: np.ndarray, cap: int) -> np.ndarray:
+    """The ids (sorted) of the ``cap`` largest ``margins`` (aligned with ``ids``; ties in ``ids``
+    order); all of them when ``cap`` is 0 or not exceeded. The one selection rule of a working set:
+    its first ids, and the ids one pass adds (see :data:`MAX_ADD`)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if cap and ids.size > cap:
+        ids = ids[np.argsort(-np.asarray(margins), kind="stable")[:cap]]
+    return np.sort(ids)
+
+
+def positions(ids: np.ndarray, old_ids: np.ndarray) -> np.ndarray:
+    """For each of ``ids``, its position in the sorted ``old_ids``, or -1 where it is not there."""
+    out = np.full(ids.size, -1, dtype=np.int64)
+    if old_ids.size:
+        pos = np.minimum(np.searchsorted(old_ids, ids), old_ids.size - 1)
+        hit = old_ids[pos] == ids
+        out[hit] = pos[hit]
+    return out
+
+
+def _take(v: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``v[rows]`` with 0 where ``rows`` is -1 (multipliers moved onto another working set)."""
+    out = np.zeros(rows.size)
+    hit = rows >= 0
+    out[hit] = v[rows[hit]]
     return out
 
 
@@ -341,6 +358,10 @@ class _Best:
     def offer_bound(self, lb: Optional[float], y: np.ndarray, ids: np.ndarray) -> None:
         if lb is not None and (self.lb is None or lb > self.lb):
             self.lb, self.lb_y, self.lb_ids = float(lb), y, ids
+
+
+#: The options of PDHG's cold start (:func:`~cvxmetric.solvers.pdhg.start_state`): read once, by the first round.
+_COLD_START = ("step_size", "primal_weight", "adaptive_step", "seed")
 
 
 def _quiet_pdhg(sub: HingeModel, **kw) -> SolverResult:
@@ -403,7 +424,8 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         ``violated_outside_working_set`` (at the last pass), ``violated_at_solution``,
         ``added`` / ``dropped`` (per pass), ``readded`` (dropped constraints added again),
         ``pdhg_iterations`` (per round), ``pdhg_stop_reason``, ``lower_bound``, ``certified_gap``,
-        ``y``, ``multiplier_ids``.
+        ``y``, ``multiplier_ids``, and ``trace``: per round (round, seconds, PDHG iterations so far,
+        |W|, full objective at the pass, best full objective, best bound or None, certified gap).
 
     Notes
     -----
@@ -419,34 +441,39 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
             raise ValueError(f"{name} is set by the working-set loop; pass M0 to the solver, not to each PDHG round")
     M0 = as_square_symmetric(M0, "M0", d=pool.d, psd=True)
     t_start = time.perf_counter()
-    ids, M = pool.initial(M0, max_add)
-    ws = WorkingSet(ids, drop_after)
-    y = np.zeros(len(ws))
+    scan = pool.scan(M0)   # the one pass at the start: the first W and f(M0)
+    ws = WorkingSet(pool.initial(M0, scan, max_add), drop_after)
+    M, y, rows = M0, np.zeros(len(ws)), None
     best = _Best()
-    best.offer_point(pool.scan(M), M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
-    history, sizes, iters, added, dropped = [], [], [], [], []
-    n_iter, budget, warm = 0, round_iter, {}
+    best.offer_point(scan, M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
+    history, sizes, iters, added, dropped, trace = [], [], [], [], [], []
+    n_iter, budget, state = 0, round_iter, None
     stop_reason = "max_iter"
     for rnd in range(1, max_rounds + 1):
         sub = pool.submodel(ws.ids)
         sizes.append(len(ws))
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t_start), 1e-3)
-        res = _quiet_pdhg(sub, M0=M, y0=np.clip(y, 0.0, sub.coef), tol=tol, certificate_tol=certificate_tol,
-                          max_iter=min(budget, max_iter - n_iter), time_limit=remaining, solver_name=solver_name,
-                          **{**warm, **pdhg_options})
-        # warm start of the next round: step size and primal weight (no new power iteration)
-        warm = {"step_size": res.info["step_size"], "primal_weight": res.info["primal_weight"]}
-        n_iter += res.n_iter
-        iters.append(res.n_iter)
-        M, y = res.M, res.info["y"]
-        scan = pool.scan(M)   # the full pass
+        run = {"tol": tol, "certificate_tol": certificate_tol, "max_iter": min(budget, max_iter - n_iter),
+               "time_limit": remaining, "solver_name": solver_name, **pdhg_options}
+        if state is None:
+            state = start_state(sub, M0=M, y0=np.clip(y, 0.0, sub.coef),
+                                **{k: pdhg_options[k] for k in _COLD_START if k in pdhg_options})
+        else:   # the previous round's state, moved onto the new W (a warm start, not a cold one)
+            state = state.rebind(sub, M, y, rows)
+        before = state.n_iter
+        res = _quiet_pdhg(sub, state=state, **run)   # advances the state
+        n_round = state.n_iter - before
+        n_iter += n_round
+        iters.append(n_round)
+        M, y = state.M, state.y / state.s   # the iterate the next round continues from
+        scan = pool.scan(res.M)   # the full pass, at the round's best point
         history.append(scan.value)
         if callback is not None:
-            callback(rnd, M, scan.value)
+            callback(rnd, res.M, scan.value)
         outside = int(np.sum(ws.outside(scan)[1] > 0))
-        if not best.offer_point(scan, M, y, ws.ids):
+        if not best.offer_point(scan, res.M, y, ws.ids):
             # a restricted optimum far outside W (worse over all constraints): back to the best point
-            M, y = best.M, carry(best.y, best.ids, ws.ids)
+            M, y = best.M, _take(best.y, positions(ws.ids, best.ids))
         # two bounds of the full problem: PDHG's of the restricted one (p*_W <= p*), and the full
         # model's dual bound at the zero-padded multiplier, with the best full objective as upper
         best.offer_bound(res.lower_bound, res.multipliers, ws.ids)
@@ -454,6 +481,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         # PDHG's stopping rule, for the full problem: a certified gap within tol, or the restricted
         # solve stopped (its KKT test) with nothing violated outside W and the gap within certificate_tol
         gap = relative_gap(best.f, best.lb)
+        trace.append((rnd, time.perf_counter() - t_start, n_iter, len(ws), scan.value, best.f, best.lb, gap))
         settled = outside == 0 and res.status == "converged"
         if gap <= tol or (settled and (gap <= certificate_tol or best.lb is None)):
             stop_reason = "converged"
@@ -465,12 +493,14 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
             break
         if outside == 0:   # W is right at this point: solve it further before the next pass
             budget = 2 * budget
-        y, n_add, n_drop = ws.update(scan, y, max_add)
+        rows, n_add, n_drop = ws.update(scan, y, max_add)
+        y = _take(y, rows)
         added.append(n_add)
         dropped.append(n_drop)
     return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol,
                    n_iter, history, t_start,
-                   {"working_set_sizes": sizes, "pdhg_iterations": iters, "added": added, "dropped": dropped})
+                   {"working_set_sizes": sizes, "pdhg_iterations": iters, "added": added, "dropped": dropped,
+                    "trace": trace})
 
 
 def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol, n_iter,
@@ -484,7 +514,10 @@ def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certifi
         at_best = best.M is res.M
         measure_value = (res.measure_value if (outside == 0 and at_best and res.measure == "kkt_residual")
                          else math.inf)
-    mult, mult_ids = (best.lb_y, best.lb_ids) if best.lb is not None else (best.y, best.ids)
+    if best.lb is not None:
+        mult, mult_ids = best.lb_y, best.lb_ids
+    else:   # the multipliers the residual was measured at (the last round's), else the best point's
+        mult, mult_ids = (res.multipliers, ws.ids) if best.M is res.M else (best.y, best.ids)
     if isinstance(pool, ModelPool):   # multipliers over all rows of the full model
         full = np.zeros(pool.model.m)
         full[mult_ids] = mult

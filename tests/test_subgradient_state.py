@@ -14,7 +14,7 @@ from cvxmetric.lmnn import ImpostorSearch, lmnn_model, lmnn_pull_model
 from cvxmetric.models import qwise_model
 from cvxmetric.solvers.fantope_subgradient import fantope_subgradient
 from cvxmetric.solvers.subgradient import (AllRows, DualBoundCertificate, EpochAverages, EpochSchedule,
-                                           ErgodicAverage, SubgradientState, WorkingSet, projected_subgradient)
+                                           ErgodicAverage, SubgradientState, ActiveSetRows, projected_subgradient)
 
 
 def _qwise(d=5, e=2, n=80, m=300, reg="trace", C_Q=10.0, seed=0):
@@ -135,7 +135,7 @@ def test_certificate_keeps_the_best_bound_and_the_stop_test_reads_it():
 def test_working_set_checks_all_rows_only_every_recheck():
     model = _qwise(8, 3, 100, 600, "frobenius", 0.3)
     M = project_psd(np.eye(8) * 0.05)
-    rows = WorkingSet(model, M, recheck_every=3)
+    rows = ActiveSetRows(model, M, recheck_every=3)
     assert np.array_equal(rows.working, model.margins(M) > 0)
     full = [rows.check(M * (1 + 0.5 * i), None, None, i)[1] for i in range(1, 7)]
     assert full == [False, False, True, False, False, True]

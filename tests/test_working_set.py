@@ -21,7 +21,7 @@ from cvxmetric.linalg import random_psd
 from cvxmetric.lmnn import ImpostorSearch
 from cvxmetric.models import qwise_model
 from cvxmetric.solvers.lmnn import solve_lmnn
-from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.solvers.pdhg import pdhg, start_state
 from cvxmetric.solvers.qwise import solve_qwise
 from cvxmetric.solvers.working_set import ModelPool, Scan, WorkingSet, solve_working_set
 
@@ -111,15 +111,15 @@ def test_working_set_drops_and_readds():
     ws = WorkingSet(np.array([0, 1, 2, 5]), drop_after=1)
     # pass 1: only 0 near; 1 has a positive multiplier (kept), 2 and 5 idle -> dropped
     scan = Scan(np.array([0, 7]), np.array([0.5, 2.0]), 0.0)
-    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
+    rows, n_add, n_drop = ws.update(scan, np.array([0.3, 0.2, 0.0, 0.0]), max_add=0)
     np.testing.assert_array_equal(ws.ids, [0, 1, 7])
-    np.testing.assert_array_equal(y, [0.3, 0.2, 0.0])
+    np.testing.assert_array_equal(rows, [0, 1, -1])   # the old positions of 0 and 1; 7 is new
     assert (n_add, n_drop, ws.readded) == (1, 2, 0)
     # pass 2: 2 is violated again -> re-added (multiplier 0), 1 idle with y = 0 now -> dropped
     scan = Scan(np.array([0, 2, 7]), np.array([0.1, 0.4, -0.01]), 0.0)
-    y, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
+    rows, n_add, n_drop = ws.update(scan, np.array([0.3, 0.0, 0.1]), max_add=0)
     np.testing.assert_array_equal(ws.ids, [0, 2, 7])
-    np.testing.assert_array_equal(y, [0.3, 0.0, 0.1])
+    np.testing.assert_array_equal(rows, [0, -1, 2])
     assert (n_add, n_drop, ws.readded, ws.n_dropped) == (1, 1, 1, 3)
     # never drop with drop_after = 0
     keep = WorkingSet(np.array([3, 4]), drop_after=0)
@@ -184,7 +184,7 @@ def test_qwise_working_set_options():
     inst = get_instance("qwise", "syn-d5")
     with pytest.raises(ValueError, match="working_set=True applies to method='pdhg'"):
         solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
-    with pytest.raises(TypeError, match="working_set must be True or False"):
+    with pytest.raises(TypeError, match="working_set must be True, False or 'auto'"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
     with pytest.raises(ValueError, match="ws_slack"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, ws_slack=-1.0, **inst.params)
@@ -207,3 +207,83 @@ def test_inputs_are_not_modified():
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, M0=M0, max_rounds=2, **inst.params)
     np.testing.assert_array_equal(inst.X, X0)
     np.testing.assert_array_equal(M0, M00)
+
+
+def _small_qwise(m=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((60, 5))
+    cons = quadruplets_from_metric(X, random_psd(5, rank=2, seed=seed + 1), m, seed=seed + 2)
+    return qwise_model(X, cons, regularizer="trace", C_Q=1.0)
+
+
+def test_pdhg_continues_from_its_state_exactly():
+    """Two calls advancing one state (start_state, then pdhg(state=...) twice) make the same
+    iterates as one call."""
+    model = _small_qwise()
+    one = pdhg(model, max_iter=64, warn=False)
+    state = start_state(model)
+    first = pdhg(model, state=state, max_iter=32, warn=False)
+    second = pdhg(model, state=state, max_iter=32, warn=False)
+    assert (first.n_iter, second.n_iter, one.n_iter) == (32, 64, 64)
+    np.testing.assert_array_equal(second.M, one.M)
+    np.testing.assert_array_equal(second.multipliers, one.multipliers)
+    assert second.objective == one.objective and second.lower_bound == one.lower_bound
+    assert len(first.history) == len(first.info["trace"]) == 2   # a result's record does not grow when its state goes on
+    np.testing.assert_array_equal(second.history, one.history)
+    with pytest.raises(ValueError, match="state must be a PDHGState of this model"):
+        pdhg(model.subset(np.arange(10)), state=state)
+
+
+def test_rebind_carries_the_state_row_by_row():
+    """rebind onto another working set: new rows start at 0, kept rows keep their multipliers (also in
+    the average), step size, primal weight and counters carry, the best point and bound reset."""
+    model = _small_qwise()
+    state = start_state(model.subset(np.arange(0, 300)))
+    pdhg(state.model, state=state, max_iter=40, warn=False)
+    ids = np.arange(100, 400)                      # rows 100..299 kept, 300..399 new
+    rows = np.where(ids < 300, ids, -1)
+    sub = model.subset(ids)
+    y = np.where(rows >= 0, state.y[np.maximum(rows, 0)] / state.s[np.maximum(rows, 0)], 0.0)
+    new = state.rebind(sub, state.M, y, rows)
+    assert (new.eta, new.omega, new.n_iter, new.n_restarts) == (state.eta, state.omega, state.n_iter, state.n_restarts)
+    assert new.best_lb is None and new.best_f == np.inf
+    np.testing.assert_allclose(new.y[:200], state.y[100:300], rtol=1e-12)
+    assert np.all(new.y[200:] == 0) and np.all(new.y_sum[200:] == 0)
+    np.testing.assert_allclose(new.y_sum[:200], state.y_sum[100:300], rtol=1e-12)
+    np.testing.assert_allclose(new.KM, sub.geometry.values(state.M) / new.s, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(new.KTy_sum, sub.geometry.weighted_sum(new.y_sum / new.s), rtol=1e-9, atol=1e-12)
+
+
+def test_working_set_runs_one_pdhg_state_across_rounds():
+    """The rounds continue one PDHG state: the iterations of all rounds add up to the state's
+    counter, and the rounds' trace is in the result."""
+    model = _small_qwise(m=1500)
+    res = solve_working_set(ModelPool(model), np.zeros((model.d, model.d)), max_add=200, round_iter=8)
+    assert res.converged and res.info["rounds"] > 1
+    assert res.n_iter == sum(res.info["pdhg_iterations"])
+    assert res.info["model"] is not None and len(res.info["trace"]) == res.info["rounds"]
+    gaps = [row[-1] for row in res.info["trace"]]
+    assert gaps[-1] == res.info["certified_gap"] <= res.tol
+
+
+def test_auto_working_set_follows_the_constraint_threshold(monkeypatch):
+    """working_set="auto" (the default) picks the working set with PDHG from AUTO_WORKING_SET_MIN
+    constraints on, plain PDHG below, and never for the subgradient method; bad values are errors."""
+    import cvxmetric.solvers.qwise as qw
+
+    inst = get_instance("qwise", "syn-d5")
+    m = len(inst.constraints)
+    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", m)
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg-ws"
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=False,
+                       **inst.params).solver == "qwise-pdhg"
+    with pytest.warns(ConvergenceWarning):
+        assert solve_qwise(inst.X, inst.constraints, max_iter=5, **inst.params).solver == "qwise-subgradient"
+    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", m + 1)
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg"
+    with pytest.raises(ValueError, match="working_set='auto' chose plain PDHG"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", drop_after=1, **inst.params)
+    with pytest.raises(TypeError, match="working_set must be True, False or 'auto'"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
+    with pytest.raises(ValueError, match="applies to method='pdhg' only"):
+        solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)

@@ -28,7 +28,8 @@ def _fast(inst):
                            GAP_NEWTON, KKT_FAST_NEWTON)]
     return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
                        *TOLERANCES["subgradient"]),
-            FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", **i.params),
+            FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", working_set=False,
+                                                           **i.params),
                        *TOLERANCES["pdhg"]),
             # the working set stops as soon as the full problem's certified gap is within
             # certificate_tol, earlier than plain PDHG's residual test; at such points the
