@@ -22,22 +22,30 @@ The model is a :class:`~cvxmetric.models.HingeModel` (the "pull" linear term and
   pixels do not void it). ``impostors="search"``: the full set is LMNN's implicit triplet set,
   scanned by :class:`~cvxmetric.lmnn.ImpostorSearch` (:class:`~cvxmetric.solvers.working_set.ImpostorPool`);
   ``impostors="materialised"``: the rows of :func:`cvxmetric.lmnn.lmnn_model`
-  (:class:`~cvxmetric.solvers.working_set.ModelPool`).
+  (:class:`~cvxmetric.solvers.working_set.ModelPool`). With ``whiten=True`` (default) the loop
+  runs in the coordinates where the pull term is the trace (:class:`PullWhitening`): the same
+  program, certificate and triplets, but PDHG no longer fights the pull matrix's conditioning.
 """
 from __future__ import annotations
 
 
+import dataclasses
+from dataclasses import dataclass
+from typing import Optional
+
 import numpy as np
 
-from cvxmetric._checks import as_data_matrix, as_square_symmetric, check_method_options, keyword_options
+from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, check_method_options,
+                               keyword_options)
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model)
+from cvxmetric.models import HingeModel
 
 from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
 from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ImpostorPool, ModelPool, solve_working_set
 
-__all__ = ["solve_lmnn", "IMPOSTOR_MODES", "METHODS", "PDHG_CHECK_EVERY"]
+__all__ = ["solve_lmnn", "PullWhitening", "IMPOSTOR_MODES", "METHODS", "PDHG_CHECK_EVERY"]
 
 #: How the triplet set is handled.
 IMPOSTOR_MODES = ("search", "materialised")
@@ -45,7 +53,7 @@ IMPOSTOR_MODES = ("search", "materialised")
 #: working set (the loop's options and every PDHG round's).
 METHODS = {
     "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS | {"M0"}),
-    "pdhg": WORKING_SET_OPTIONS - {"M0"},   # M0 is solve_lmnn's own parameter
+    "pdhg": (WORKING_SET_OPTIONS - {"M0"}) | {"whiten"},   # M0 is solve_lmnn's own parameter
 }
 #: PDHG's ``check_every`` in LMNN's working-set rounds (PDHG's own default is 16): each check
 #: certifies, and while the bound is loose the certificate's repair (passes over W) costs more
@@ -54,9 +62,83 @@ METHODS = {
 PDHG_CHECK_EVERY = 64
 
 
+@dataclass(frozen=True)
+class PullWhitening:
+    r"""LMNN in the coordinates where its pull term is the trace: :math:`M = W M' W^\top`.
+
+    With :math:`U` (d x r) the orthonormal basis of the data span of the pull model's certificate
+    (:meth:`cvxmetric.models.HingeModel.span_basis`) and :math:`U^\top R U = LL^\top` (the pull
+    matrix, positive definite on the span), :math:`W = U L^{-\top}` and :math:`V = UL`
+    (:math:`W^\top V = I`). Every difference vector lies in the span, so with whitened data
+    :math:`x' = W^\top x`
+
+    .. math::
+        \langle R, M\rangle = \mathrm{tr}\, M', \qquad
+        (x_i - x_j)^\top M (x_i - x_j) = (x'_i - x'_j)^\top M' (x'_i - x'_j),
+        \qquad M' = V^\top M V ,
+
+    and :math:`M' \mapsto W M' W^\top` maps the r x r PSD cone onto the PSD matrices on the span
+    (directions outside it change no term, and R vanishes there). LMNN over the whitened data with
+    the *original* target neighbours is therefore the same program: same optimal value, same
+    triplets (ids, margins, multipliers), objective values equal at corresponding points, and every
+    lower bound of one is a lower bound of the other. What changes is the geometry PDHG sees: the
+    linear term is the identity instead of a pull matrix whose eigenvalues spread over many orders
+    (digits: the optimum has eigenvalues from 1e-3 to 1e3 in the original coordinates).
+    """
+
+    W: np.ndarray
+    V: np.ndarray
+
+    @classmethod
+    def of(cls, pull: HingeModel) -> Optional["PullWhitening"]:
+        """The whitening of an LMNN pull model, or None when its pull matrix is singular on the span."""
+        U, R_U, L_inv = pull.span_basis()
+        if L_inv is None or R_U.size == 0:
+            return None
+        U = np.eye(pull.d) if U is None else U
+        return cls(W=U @ L_inv.T, V=U @ np.linalg.cholesky(R_U))
+
+    def data(self, X: np.ndarray) -> np.ndarray:
+        """Whitened data :math:`X W` (rows :math:`x'^\top`)."""
+        return X @ self.W
+
+    def to_white(self, M: np.ndarray) -> np.ndarray:
+        """:math:`M' = V^\top M V` (PSD when M is)."""
+        Mw = self.V.T @ M @ self.V
+        return 0.5 * (Mw + Mw.T)
+
+    def from_white(self, Mw: np.ndarray) -> np.ndarray:
+        """:math:`M = W M' W^\top` (PSD when M' is)."""
+        M = self.W @ Mw @ self.W.T
+        return 0.5 * (M + M.T)
+
+
+def _whitened_pool(X, y, n_neighbors, regularization, margin, impostors, search, slack, max_triplets):
+    """The working-set pool in whitened coordinates, its whitening and the original pull model; the
+    whitening is None (and the pool the original one) when the pull matrix is singular on the span."""
+    pull = lmnn_pull_model(X, search.target_pairs, regularization)
+    wh = PullWhitening.of(pull)
+    Xw = X if wh is None else wh.data(X)
+    if impostors == "materialised":
+        full = lmnn_model(X, y, n_neighbors, regularization=regularization, margin=margin)
+        model = full if wh is None else lmnn_pull_model(Xw, search.target_pairs, regularization, full.constraints)
+        return ModelPool(model, slack), wh, pull
+    s = search if wh is None else ImpostorSearch(Xw, y, n_neighbors, margin=margin, targets=search.targets,
+                                                 chunk_elements=search.chunk_elements)
+    return ImpostorPool(s, regularization, slack, max_triplets=max_triplets), wh, pull
+
+
+def _unwhiten(res: SolverResult, wh: PullWhitening, pull: HingeModel) -> SolverResult:
+    """The whitened loop's result in the original coordinates (M, the restricted model)."""
+    info = dict(res.info)
+    info["model"] = pull.extended(info["model"].constraints, info["model"].coef)
+    info["whitened"] = True
+    return dataclasses.replace(res, M=wh.from_white(res.M), info=info)
+
+
 def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0,
                impostors: str = "search", method: str = "subgradient", M0=None, max_triplets=None,
-               **options) -> SolverResult:
+               whiten=None, **options) -> SolverResult:
     r"""Solve LMNN by projected subgradient or by PDHG on a working set (module docstring).
 
     Parameters
@@ -81,6 +163,11 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     max_triplets : int, optional
         Bound on the working set of ``impostors="search"`` (default
         :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`); rejected with ``impostors="materialised"``.
+    whiten : bool, optional
+        ``method="pdhg"`` only (default True): run the working-set loop in the coordinates where the pull term
+        is the trace (:class:`PullWhitening`; the same program and certificate; skipped when
+        the pull matrix is singular on the data span). Measured on digits (tol 1e-2, one run):
+        128 PDHG iterations instead of 1,936.
     **options
         ``method="subgradient"``: passed to :func:`cvxmetric.solvers.subgradient.projected_subgradient`
         (``max_iter``, ``tol``, ``recheck_every``, ``callback``, ...). ``method="pdhg"``: passed to
@@ -100,7 +187,7 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         ``method="pdhg"``: ``solver == "lmnn-pdhg"``, ``objective`` over *all* triplets, the
         certificate of the full problem (``lower_bound``, ``certified_gap``, ``measure ==
         "certified_gap"``), ``info`` as in :func:`~cvxmetric.solvers.working_set.solve_working_set`
-        plus ``n_triplets`` and ``impostors``.
+        plus ``n_triplets``, ``impostors`` and ``whitened`` (whether the loop ran whitened).
 
     Notes
     -----
@@ -118,8 +205,11 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     regularization, margin = check_lmnn_params(regularization, margin)
     if impostors not in IMPOSTOR_MODES:
         raise ValueError(f"impostors must be one of {IMPOSTOR_MODES}; got {impostors!r}")
+    if whiten is not None:   # a method-specific parameter: checked only when given
+        options["whiten"] = whiten
     method = check_method_options("solve_lmnn", method, options, METHODS,
                                   renamed={"k": "n_neighbors", "mu": "regularization (= 1 - mu)"})
+    whiten = check_bool(options.pop("whiten", True), "whiten")
     if impostors == "materialised" and max_triplets is not None:
         raise ValueError("max_triplets bounds the searched working set; it does not apply to "
                          "impostors='materialised' (drop it)")
@@ -129,12 +219,20 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     search = ImpostorSearch(X, y, n_neighbors, margin=margin)
     if method == "pdhg":
         slack = options.pop("ws_slack", WS_SLACK)
-        if impostors == "materialised":
-            pool = ModelPool(lmnn_model(X, y, n_neighbors, regularization=regularization, margin=margin), slack)
-        else:
-            pool = ImpostorPool(search, regularization, slack, max_triplets=max_triplets)
         options.setdefault("check_every", PDHG_CHECK_EVERY)
-        res = solve_working_set(pool, M0, solver_name="lmnn-pdhg", **options)
+        if whiten:
+            pool, wh, pull = _whitened_pool(X, y, n_neighbors, regularization, margin, impostors, search,
+                                            slack, max_triplets)
+        else:
+            wh = None
+            pool = (ModelPool(lmnn_model(X, y, n_neighbors, regularization=regularization, margin=margin), slack)
+                    if impostors == "materialised"
+                    else ImpostorPool(search, regularization, slack, max_triplets=max_triplets))
+        if wh is None:
+            res = solve_working_set(pool, M0, solver_name="lmnn-pdhg", **options)
+            res.info["whitened"] = False
+        else:
+            res = _unwhiten(solve_working_set(pool, wh.to_white(M0), solver_name="lmnn-pdhg", **options), wh, pull)
     else:
         if impostors == "materialised":
             model = lmnn_model(X, y, n_neighbors, regularization=regularization, margin=margin)
