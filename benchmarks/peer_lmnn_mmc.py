@@ -2,10 +2,11 @@ r"""Head-to-head with metric-learn 0.7.0 (LMNN, MMC) on iris, wine and digits.
 
 Run from the repository root (metric-learn lives in its own venv, see ``benchmarks/peer.py``)::
 
-    OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc    # everything (digits LMNN: ~5 min)
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc    # everything (digits LMNN: ~2 min)
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc --methods mmc --datasets iris wine
-    ... --lmnn-tols 1e-2 1e-3                                     # also a tighter LMNN solve
+    ... --lmnn-tols 1e-2                                          # also the projected subgradient row
     ... --lmnn-pdhg-tols 1e-2 1e-3                                # PDHG on a working set, one row per tol
+    ... --lmnn-no-whiten                                          # PDHG rows without PullWhitening
     ... --jobs 2                                                  # 2 (method, data set) sections at once
 
 Single-threaded BLAS for both libraries (the variable reaches metric-learn's subprocess): on
@@ -64,16 +65,19 @@ TEST_SIZE = 0.3
 KNN = 3
 LMNN_N_NEIGHBORS = 3
 LMNN_REGULARIZATION = 0.5
-#: Our LMNN's engine settings in the benchmark: a first step of 5 % of ||M|| (the default 25 %
-#: collapses the identity start in its first steps on digits, where ~200,000 impostor triplets
-#: appear) and the engine's stall tolerance (two doubling epochs improving the best objective by
-#: less than 1 %; ``--lmnn-tols`` adds others: 1e-3 does not stop within 50,000 iterations on
-#: digits, the objective keeps improving by ~0.1 % per doubling epoch).
+#: Our LMNN's projected subgradient settings (rows only with ``--lmnn-tols``): a first step of 5 %
+#: of ||M|| (the default 25 % collapses the identity start in its first steps on digits, where
+#: ~200,000 impostor triplets appear). Off by default: with the certified engine's stopping rule it
+#: does not stop within 50,000 iterations on digits at tol 1e-2 (616 s in a loaded run, objective
+#: 1472.35); ``method="pdhg"`` is the certified LMNN solver.
 LMNN_OPTIONS = {"step_scale": 0.05, "max_iter": 50_000}
-LMNN_TOLS = [1e-2]
+LMNN_TOLS: list[float] = []
 #: ``method="pdhg"`` (PDHG on a working set, certified on the full triplet set) rows: the
 #: certified relative gap each row is held to (``tol`` and ``certificate_tol``), one row each.
 LMNN_PDHG_TOLS = [1e-2]
+#: ``method="pdhg"`` runs whitened (:class:`cvxmetric.solvers.lmnn.PullWhitening`) unless
+#: ``--lmnn-no-whiten``.
+LMNN_PDHG_WHITEN = [True]
 #: (similar, dissimilar) pairs drawn from the training labels for MMC. Digits needs 2,000 similar
 #: pairs: with 1,000 some rarely-inked pixel varies in a dissimilar pair but in no similar pair,
 #: and MMC is degenerate (objective 0 along that pixel; MMCModel raises).
@@ -181,8 +185,8 @@ def lmnn_rows(data: Split) -> list[dict]:
                        f"{r.info['violated_outside_working_set']}, lower bound "
                        + ("none" if r.lower_bound is None else f"{r.lower_bound:.6g}")
                        + ("" if r.certified_gap is None else f", certified gap {r.certified_gap:.2g}")
-                       + f", {r.status}"),
-            1, method="pdhg", tol=tol, certificate_tol=tol)
+                       + f", {r.status}" + (", whitened" if r.info["whitened"] else "")),
+            1, method="pdhg", tol=tol, certificate_tol=tol, whiten=LMNN_PDHG_WHITEN[0])
     return [
         {"method": "lmnn", "data": data.name, "solver": "euclidean", "fit_s": None, "ratio": None,
          "objective": search.objective(np.eye(data.Xtr.shape[1]), LMNN_REGULARIZATION), "note": "M = I",
@@ -239,9 +243,10 @@ def format_rows(rows: list[dict]) -> str:
 def section_rows(task) -> list[dict]:
     """One row of the sweep: one method on one data set, ours and metric-learn's fits (a worker
     process gets the row settings of the command line with the task)."""
-    method, name, lmnn_tols, lmnn_pdhg_tols = task
+    method, name, lmnn_tols, lmnn_pdhg_tols, whiten = task
     LMNN_TOLS[:] = lmnn_tols
     LMNN_PDHG_TOLS[:] = lmnn_pdhg_tols
+    LMNN_PDHG_WHITEN[:] = [whiten]
     return SECTIONS[method](load_split(name))
 
 
@@ -250,18 +255,21 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     p.add_argument("--lmnn-tols", nargs="*", type=float, default=list(LMNN_TOLS),
-                   help="stall tolerances of our LMNN runs (one row each; none: no subgradient row)")
+                   help="tolerances of our projected subgradient LMNN runs (one row each; default none)")
     p.add_argument("--lmnn-pdhg-tols", nargs="*", type=float, default=list(LMNN_PDHG_TOLS),
                    help="PDHG tolerances of our constraint-generation LMNN runs (one row each)")
+    p.add_argument("--lmnn-no-whiten", action="store_true",
+                   help="run the PDHG rows in the original coordinates (whiten=False)")
     add_arguments(p, "(method, data set) sections")
     args = p.parse_args(argv)
     LMNN_TOLS[:] = args.lmnn_tols
+    LMNN_PDHG_WHITEN[:] = [not args.lmnn_no_whiten]
     LMNN_PDHG_TOLS[:] = args.lmnn_pdhg_tols
     if not peer_available():
         print("metric-learn's venv is missing; see benchmarks/peer.py for the set-up")
         return 2
     rows = []
-    tasks = [(method, name, tuple(LMNN_TOLS), tuple(LMNN_PDHG_TOLS))
+    tasks = [(method, name, tuple(LMNN_TOLS), tuple(LMNN_PDHG_TOLS), LMNN_PDHG_WHITEN[0])
              for method in args.methods for name in args.datasets]
     with threadpool_limits(1):   # one BLAS thread here; the peer's subprocess inherits OPENBLAS_NUM_THREADS
         for new in map_rows(section_rows, tasks, args, label=lambda task: f"{task[0]} on {task[1]}"):

@@ -99,6 +99,20 @@ def lmnn_model(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     return lmnn_pull_model(X, tg, regularization, triplets)
 
 
+def _check_targets(targets, y: np.ndarray, n_neighbors: int) -> np.ndarray:
+    """Given target neighbours: shape (n, n_neighbors), indices of other points of the same class."""
+    T = np.asarray(targets)
+    n = y.shape[0]
+    if T.shape != (n, n_neighbors) or not np.issubdtype(T.dtype, np.integer):
+        raise ValueError(f"targets must be an integer array of shape ({n}, {n_neighbors}); got "
+                         f"{T.dtype} of shape {T.shape}")
+    if T.size and (T.min() < 0 or T.max() >= n):
+        raise ValueError(f"targets must index the {n} points (0 .. {n - 1})")
+    if np.any(T == np.arange(n)[:, None]) or np.any(y[T] != y[:, None]):
+        raise ValueError("targets must be other points of the same class (a point is not its own target)")
+    return T.astype(np.int64)
+
+
 class ImpostorSearch:
     r"""All LMNN triplets violated at a metric, found without materialising the triplet set.
 
@@ -111,6 +125,10 @@ class ImpostorSearch:
     margin : float
     chunk_elements : int
         Size of one block of pairwise distances (memory bound of a search).
+    targets : array_like of int, shape (n, n_neighbors), optional
+        Target neighbours chosen elsewhere (default: :func:`cvxmetric.generators.target_neighbors`
+        of ``X``). A search over transformed data (e.g. the whitened data of
+        :class:`cvxmetric.solvers.lmnn.PullWhitening`) keeps the targets of the original data.
 
     Notes
     -----
@@ -125,10 +143,12 @@ class ImpostorSearch:
     triplets exactly as :func:`cvxmetric.generators.lmnn_constraints` does.
     """
 
-    def __init__(self, X, y, n_neighbors: int = 3, *, margin: float = 1.0, chunk_elements: int = CHUNK_ELEMENTS):
+    def __init__(self, X, y, n_neighbors: int = 3, *, margin: float = 1.0, chunk_elements: int = CHUNK_ELEMENTS,
+                 targets=None):
         self.X = as_data_matrix(X)
         self.y = as_labels(y, self.X.shape[0])
-        self.targets = target_neighbors(self.X, self.y, n_neighbors)
+        self.targets = (target_neighbors(self.X, self.y, n_neighbors) if targets is None
+                        else _check_targets(targets, self.y, n_neighbors))
         self.n_neighbors = int(n_neighbors)
         self.margin = check_positive(margin, "margin")
         if isinstance(chunk_elements, bool) or not isinstance(chunk_elements, (int, np.integer)) \

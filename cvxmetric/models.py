@@ -241,6 +241,13 @@ class HingeModel:
                     sources.append((float(delta @ yp), beta))
         return _Span(U, R_s, chol_inv, tuple(sources))
 
+    def span_basis(self) -> tuple:
+        r"""``(U, R_U, L_inv)`` of the certificate (:meth:`dual_bound`, Notes): an orthonormal basis
+        ``U`` (d, r) of the data span (None when the whole space is used), :math:`R_U = U^\top R U`,
+        and the inverse Cholesky factor of :math:`R_U` when it is positive definite (to
+        ``PD_RTOL``; else None). Depends on X and R only."""
+        return self._basis()
+
     @staticmethod
     def _restrict(U: Optional[np.ndarray], S: np.ndarray) -> np.ndarray:
         S = 0.5 * (S + S.T)

@@ -219,7 +219,7 @@ class ImpostorPool(ConstraintPool):
         self.max_triplets = max_triplets
         self.wide = search if self.slack == 0 else ImpostorSearch(
             search.X, search.y, search.n_neighbors, margin=search.margin * (1.0 + self.slack),
-            chunk_elements=search.chunk_elements)
+            chunk_elements=search.chunk_elements, targets=search.targets)
         self._empty = lmnn_pull_model(search.X, search.target_pairs, self.regularization)
         self._last_factor = np.eye(search.X.shape[1])
 

@@ -15,7 +15,7 @@ from cvxmetric.instances import get_instance, list_instances
 from cvxmetric.lmnn import ImpostorSearch, impostor_oracle, lmnn_model, lmnn_pull_model
 from cvxmetric.linalg import project_psd, psd_factor, random_psd
 from cvxmetric.formulations.lmnn import build_lmnn
-from cvxmetric.solvers.lmnn import solve_lmnn
+from cvxmetric.solvers.lmnn import PullWhitening, solve_lmnn
 from cvxmetric.solvers.subgradient import projected_subgradient
 from cvxmetric.verification.kkt import hinge_kkt_truth
 from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL, VALUE_AT_RTOL
@@ -318,8 +318,69 @@ def test_pdhg_method_round_cap_and_safeguard_still_certify():
     assert (form.value_at(res.M) - sol.value) / max(1.0, sol.value) <= 1e-4
 
 
+def test_pull_whitening_is_the_same_program():
+    """f(M) = f_white(V^T M V) for every M (a constant feature included), f_white(M') =
+    f(W M' W^T), and the whitened pull term is the trace."""
+    X, y = _small(2, n_per=7, d=3)
+    X = np.column_stack([X, np.full(X.shape[0], 4.0)])   # a constant feature: R singular, PD on the span
+    full = lmnn_model(X, y, 2)
+    tg = ImpostorSearch(X, y, 2).target_pairs
+    wh = PullWhitening.of(lmnn_pull_model(X, tg, 0.5))
+    white = lmnn_pull_model(wh.data(X), tg, 0.5, full.constraints)
+    assert wh.W.shape == (4, 3)
+    np.testing.assert_allclose(white.R, np.eye(3), atol=1e-12)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        M, Mw = random_psd(4, seed=rng), random_psd(3, seed=rng)
+        assert white.value(wh.to_white(M)) == pytest.approx(full.value(M), rel=1e-10)
+        assert full.value(wh.from_white(Mw)) == pytest.approx(white.value(Mw), rel=1e-10)
+        assert np.linalg.eigvalsh(wh.from_white(Mw))[0] >= -1e-10 * np.linalg.norm(Mw)
+
+
+def test_pull_whitening_needs_a_definite_pull_term():
+    """A feature that varies only between classes (in no target pair): no whitening."""
+    X, y = _small(0)
+    X = np.column_stack([X, y.astype(float)])
+    assert PullWhitening.of(lmnn_pull_model(X, ImpostorSearch(X, y, 2).target_pairs, 0.5)) is None
+    res = solve_lmnn(X, y, 2, method="pdhg")
+    assert res.info["whitened"] is False
+
+
+@pytest.mark.parametrize("impostors", ["search", "materialised"])
+def test_pdhg_whitened_and_plain_agree(impostors):
+    """The whitened loop and the plain one solve the same program: each objective lies within the
+    other's certified interval, and the whitened result is scored in the original coordinates."""
+    X, y = _small(4, n_per=10, d=4)
+    form = build_lmnn(X, y, n_neighbors=2)
+    a = solve_lmnn(X, y, 2, method="pdhg", impostors=impostors)
+    b = solve_lmnn(X, y, 2, method="pdhg", impostors=impostors, whiten=False)
+    assert a.info["whitened"] and not b.info["whitened"]
+    assert a.converged and b.converged
+    assert a.objective == pytest.approx(form.value_at(a.M), rel=VALUE_AT_RTOL)
+    assert a.lower_bound <= b.objective * (1 + 1e-9) and b.lower_bound <= a.objective * (1 + 1e-9)
+    np.testing.assert_array_equal(a.info["model"].geometry.X, X)
+
+
+def test_whiten_must_be_a_bool():
+    X, y = _small()
+    with pytest.raises(TypeError, match="whiten"):
+        solve_lmnn(X, y, 2, method="pdhg", whiten="yes")
+
+
+def test_search_targets_given_and_checked():
+    X, y = _small(1)
+    s = ImpostorSearch(X, y, 2)
+    t = ImpostorSearch(2.0 * X, y, 2, targets=s.targets)
+    np.testing.assert_array_equal(t.targets, s.targets)
+    for bad in (s.targets[:, :1], s.targets.astype(float), np.zeros_like(s.targets),
+                np.roll(s.targets, 6, axis=0)):
+        with pytest.raises(ValueError, match="targets"):
+            ImpostorSearch(X, y, 2, targets=bad)
+
+
 @pytest.mark.parametrize("kw, match", [
     ({"method": "newton"}, "method must be one of"),
+    ({"whiten": False}, "whiten"),
     ({"method": "pdhg", "ws_slack": -1.0}, "ws_slack"),
     ({"method": "pdhg", "max_rounds": 0}, "max_rounds"),
     ({"method": "pdhg", "round_iter": 0}, "round_iter"),
