@@ -65,6 +65,7 @@ __all__ = [
     "project_spectraplex",
     "solve_restricted_lp",
     "MasterLP",
+    "highs_lp",
     "ColumnGeneration",
     "column_point",
     "lambda_max_column_generation",
@@ -100,6 +101,10 @@ ROUNDOFF_ULPS_PER_TERM = 1.0
 #: the LP keeps improving down to the round-off of H.
 LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
+#: Active-set steps :func:`project_capped_simplex` tries before its sorted search (measured: 1-3
+#: steps from the weights of an LP or the eigenvalues of a near-PSD trace-one matrix, 5-20x faster
+#: than the sort at m = 540; far-off points fall through to the sort after these few).
+CAPPED_NEWTON_STEPS = 4
 #: Wentges' dual smoothing weight of :func:`lambda_max_column_generation` (above LINE_SEARCH_MAX_D, or
 #: when asked for): price at alpha * u_best + (1 - alpha) * u_LP. Measured on wine (60 points,
 #: 540 triplets, nu = 10/m): 277 LPs without smoothing, 133 with 0.5, 115 with 0.7.
@@ -367,10 +372,14 @@ def hinge_value(rho: np.ndarray, nu: float) -> float:
 
     :math:`\rho_{(1)} \le \rho_{(2)} \le \dots` the sorted margins (:math:`\nu \ge 1/m` is required).
     """
-    rho = np.asarray(rho, dtype=np.float64)
+    rho = np.asarray(rho, dtype=np.float64).reshape(-1)
     m = rho.size
     nu = check_hinge_nu(nu, m)
-    return float(hinge_dual_weights(rho, nu) @ rho)
+    K = min(int(np.floor(1.0 / nu)), m)
+    if K == m:
+        return float(nu * rho.sum())
+    smallest = np.partition(rho, K)   # the K smallest first, then the (K+1)-th: O(m), no sort
+    return float(nu * smallest[:K].sum() + max(0.0, 1.0 - K * nu) * smallest[K])
 
 
 def hinge_dual_weights(rho: np.ndarray, nu: float) -> np.ndarray:
@@ -413,10 +422,12 @@ def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.
 
     The projection is :math:`u = \mathrm{clip}(z - \tau, 0, \text{cap})` with the shift :math:`\tau`
     solving :math:`f(\tau) = \sum_i \mathrm{clip}(z_i - \tau, 0, \text{cap}) = \text{total}`. The function f
-    is piecewise linear and non-increasing with breakpoints :math:`z_i` and :math:`z_i - \text{cap}`:
-    it is evaluated at all 2n breakpoints from sorted prefix sums (:math:`O(n \log n)`), and
-    :math:`\tau` is interpolated exactly on the segment that brackets ``total``. Needs
-    :math:`\text{cap} \cdot n \ge \text{total}`.
+    is piecewise linear and non-increasing with breakpoints :math:`z_i` and :math:`z_i - \text{cap}`.
+    First up to ``CAPPED_NEWTON_STEPS`` active-set steps from :math:`\tau = 0`
+    (:func:`_capped_shift_active_set`, exact when they stop; cheap for points that are nearly
+    feasible already, such as an LP's weights), else f is evaluated at all 2n breakpoints from
+    sorted prefix sums (:math:`O(n \log n)`), and :math:`\tau` is interpolated exactly on the
+    segment that brackets ``total``. Needs :math:`\text{cap} \cdot n \ge \text{total}`.
     """
     z = np.asarray(z, dtype=np.float64)
     n = z.size
@@ -424,7 +435,40 @@ def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.
         raise ValueError(f"the capped simplex is empty: cap * n = {cap * z.size} < total = {total}")
     if cap * n <= total:
         return np.full(z.shape, cap)
-    zs = np.sort(z.reshape(-1))
+    tau = _capped_shift_active_set(z.reshape(-1), cap, total)
+    if tau is None:
+        tau = _capped_shift_sorted(z.reshape(-1), cap, total)
+    return np.clip(z - tau, 0.0, cap)
+
+
+def _capped_shift_active_set(z: np.ndarray, cap: float, total: float) -> float | None:
+    r"""The shift :math:`\tau` of :func:`project_capped_simplex` by active-set steps from :math:`\tau = 0`.
+
+    Each step takes the free entries :math:`F = \{0 < z_i - \tau < \text{cap}\}` and the capped
+    ones :math:`C = \{z_i - \tau \ge \text{cap}\}` at the current :math:`\tau` and solves
+    :math:`\sum_{F}(z_i - \tau') + |C|\,\text{cap} = \text{total}` for :math:`\tau'`. When :math:`F` and
+    :math:`|C|` are the same at :math:`\tau'` (a shift cannot move an entry from capped to zero
+    without moving another the other way, so :math:`C` is the same too), :math:`f(\tau') = \text{total}`:
+    :math:`\tau'` is the answer. None after ``CAPPED_NEWTON_STEPS`` steps or when no entry is free.
+    """
+    free, n_cap = (z > 0.0) & (z < cap), int(np.count_nonzero(z >= cap))   # at tau = 0
+    for _ in range(CAPPED_NEWTON_STEPS):
+        k = int(np.count_nonzero(free))
+        if k == 0:
+            return None
+        new = (float(z[free].sum()) + n_cap * cap - total) / k
+        x = z - new
+        free_new, n_cap_new = (x > 0.0) & (x < cap), int(np.count_nonzero(x >= cap))
+        if n_cap_new == n_cap and np.array_equal(free_new, free):
+            return new
+        free, n_cap = free_new, n_cap_new
+    return None
+
+
+def _capped_shift_sorted(z: np.ndarray, cap: float, total: float) -> float:
+    """The shift of :func:`project_capped_simplex` from f at all its breakpoints (sorted search)."""
+    n = z.size
+    zs = np.sort(z)
     tail = np.concatenate([np.cumsum(zs[::-1])[::-1], [0.0]])   # tail[k] = sum of zs[k:]
 
     def f(tau):   # sum_i max(z_i - tau, 0) - max(z_i - cap - tau, 0), vectorised over tau
@@ -436,18 +480,17 @@ def project_capped_simplex(z: np.ndarray, cap: float, total: float = 1.0) -> np.
     fb = f(br)
     j = int(np.searchsorted(-fb, -total, side="left"))   # first breakpoint with f <= total
     if j == 0:
-        tau = br[0] - (total - fb[0]) / n   # left of every breakpoint f has slope -n
-    else:
-        lo, hi, flo, fhi = br[j - 1], br[j], fb[j - 1], fb[j]
-        tau = hi if flo == fhi else lo + (flo - total) * (hi - lo) / (flo - fhi)
-    return np.clip(z - tau, 0.0, cap)
+        return float(br[0] - (total - fb[0]) / n)   # left of every breakpoint f has slope -n
+    lo, hi, flo, fhi = br[j - 1], br[j], fb[j - 1], fb[j]
+    return float(hi if flo == fhi else lo + (flo - total) * (hi - lo) / (flo - fhi))
 
 
-def project_spectraplex(X: np.ndarray) -> np.ndarray:
+def project_spectraplex(X: np.ndarray, *, eigh: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     r"""Projection of a symmetric X onto :math:`\{X \succeq 0, \mathrm{tr}X = 1\}` (its eigenvalues
-    projected onto the simplex, :func:`project_capped_simplex` with cap 1)."""
+    projected onto the simplex, :func:`project_capped_simplex` with cap 1). ``eigh``: the caller's
+    ``numpy.linalg.eigh(X)`` of a symmetric X, if already computed."""
     X = np.asarray(X, dtype=np.float64)
-    lam, V = np.linalg.eigh(0.5 * (X + X.T))
+    lam, V = np.linalg.eigh(0.5 * (X + X.T)) if eigh is None else eigh
     lam = project_capped_simplex(lam, 1.0)
     P = (V * lam) @ V.T
     P = 0.5 * (P + P.T)
@@ -465,6 +508,20 @@ def power_of_two(x: float, *, even: bool = False) -> float:
     k = np.log2(x)
     k = 2.0 * np.round(k / 2.0) if even else np.round(k)
     return float(2.0 ** k)
+
+
+def highs_lp() -> "highspy.Highs":
+    """A silent HiGHS instance set up for warm re-solves of a growing LP: no presolve (a warm
+    restart cannot use a presolved model), no scaling of its own (the callers scale the rows by a
+    power of two already; HiGHS's scaling of every re-solve costs more than it saves, measured on
+    circles: 0.48 s -> 0.37 s of LP time over 100 LPs) and the tolerances ``LP_OPTIONS``."""
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "off")
+    h.setOptionValue("simplex_scale_strategy", 0)
+    for key, val in LP_OPTIONS.items():
+        h.setOptionValue(key, val)
+    return h
 
 
 class MasterLP:
@@ -504,14 +561,7 @@ class MasterLP:
     def __init__(self, m: int, cap: float, scale: float, *, warm: bool = True):
         self.m, self.cap, self.scale, self.warm = int(m), float(cap), float(scale), bool(warm)
         self.n_columns = 0
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("presolve", "off")   # a warm restart cannot use a presolved model
-        # the rows are scaled by s already; HiGHS's own scaling of every (re)solve costs more than
-        # it saves (measured on circles: 0.48 s -> 0.37 s of LP time over 100 LPs)
-        h.setOptionValue("simplex_scale_strategy", 0)
-        for key, val in LP_OPTIONS.items():
-            h.setOptionValue(key, val)
+        h = highs_lp()
         inf = highspy.kHighsInf
         lower = np.zeros(self.m + 1)
         upper = np.full(self.m + 1, self.cap)

@@ -244,7 +244,8 @@ def test_slack_side_certifies_its_dual_point_and_returns_a_trace_one_multiplier(
     geom = model.geometry
     sl = SlackColumnGeneration(geom, model.nu)
     for _ in range(4):
-        u, X, _ = sl.step()
+        st = sl.step()
+        u, X = st.u, st.X
         pi = sl._h.getInfo().objective_function_value
         lam = np.linalg.eigvalsh(geom.weighted_sum(u))[-1]
         assert lam <= pi + 1e-8 * geom.weight_scale(u)
