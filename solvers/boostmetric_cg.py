@@ -66,7 +66,8 @@ import numpy as np
 from cvxmetric._checks import check_int_in_range, check_positive
 from cvxmetric.boostmetric import (CG_COLUMNS, LP_OPTIONS, SMOOTHING, BoostMetricCertifier, ColumnGeneration,
                                    TripletGeometry, boostmetric_model, column_point, hinge_value, highs_lp, power_of_two,
-                                   project_capped_simplex, project_spectraplex)
+                                   project_capped_simplex, project_spectraplex, working_set_limit,
+                                   working_set_start)
 from cvxmetric.certificates import relative_gap
 from cvxmetric.linalg import svec, svec_outer, triu_indices
 
@@ -95,16 +96,6 @@ SCHEDULE_REFRESH = 5
 #: A slack column is added for every eigenvalue of the slack LP's X below
 #: -SLACK_NEGATIVE_RTOL * max|eig(X)| (round-off of the LP's multipliers is not a violation).
 SLACK_NEGATIVE_RTOL = 1e-12
-
-#: Triplet working set of the slack LP (``working_set=True``): it starts, when the scheduler first
-#: runs the slack side, from the WORKING_SET_START / nu triplets of smallest margin at the X side's
-#: point (3/nu = 162 of the 540 triplets of the default instances) ...
-WORKING_SET_START = 3.0
-#: ... and after each LP adds at most WORKING_SET_ADD / nu of the triplets outside it whose weight
-#: has a negative reduced cost, the most negative first. Adding every such triplet at once
-#: re-solved all 540 after the first LP (measured on circles: 597 primal simplex iterations, 35
-#: ms, against 200 for the cold full LP); 1/nu per LP grows the set to ~290 in 4 LPs.
-WORKING_SET_ADD = 1.0
 
 #: HiGHS's ``simplex_strategy`` value of the primal simplex.
 HIGHS_PRIMAL_SIMPLEX = 4
@@ -308,7 +299,7 @@ class SlackColumnGeneration:
         rc = -(self.A @ y[:self.n_x] / self.scale + y[-1])
         rc[self.active] = 0.0
         new = np.flatnonzero(rc < -LP_OPTIONS["dual_feasibility_tolerance"])
-        k = math.ceil(WORKING_SET_ADD / self.cap)
+        k = working_set_limit(self.cap)
         if new.size > k:
             new = new[np.argpartition(rc[new], k - 1)[:k]]
         return np.sort(new)
@@ -317,13 +308,6 @@ class SlackColumnGeneration:
     def size(self) -> int:
         """Nonzeros of the LP (the scheduler's measure of a step's work)."""
         return self.n_x * self._h.getNumCol() + self.m
-
-
-def _start_triplets(rho: np.ndarray, nu: float) -> np.ndarray:
-    """The slack LP's first triplets: the ``WORKING_SET_START / nu`` of smallest margin ``rho``
-    (at least the 1/nu that the weights need: their sum is 1 under the cap nu)."""
-    k = min(rho.size, math.ceil(WORKING_SET_START / nu))
-    return np.sort(np.argpartition(rho, k - 1)[:k])
 
 
 @dataclass
@@ -438,7 +422,8 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
     model = boostmetric_model(X, triplets, loss="hinge", nu=nu)
     twin, c2 = model.normalized()
     geom, nu = twin.geometry, model.nu
-    cols = ColumnGeneration.start(geom, nu, smoothing=smoothing, eig=eig, n_columns=n_columns, warm=warm)
+    cols = ColumnGeneration.start(geom, nu, smoothing=smoothing, eig=eig, n_columns=n_columns, warm=warm,
+                                  working_set=working_set)
     use_slack = slack is True or (slack == "auto" and geom.d <= SLACK_MAX_D)
     slack_cg = None   # built when the scheduler first runs the slack side
     sched = _Scheduler(["columns", "slack"] if use_slack else ["columns"])
@@ -455,7 +440,7 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
         else:
             if slack_cg is None:
                 rho = cols.H[:, 0] if cols.w is None else cols.H[:, :cols.w.size] @ cols.w   # the X side's margins
-                start = _start_triplets(rho, nu) if working_set else None
+                start = working_set_start(rho, nu) if working_set else None
                 slack_cg = SlackColumnGeneration(geom, nu, start=start)
             work = slack_cg.size
             st = slack_cg.step()
