@@ -32,9 +32,14 @@ Algorithm: column generation from both sides
   eigenvectors of :math:`X`'s negative eigenvalues are the new slack columns. Good when the null
   space of :math:`X^*` is small (:math:`X^*` of high rank), where rank-one columns of X need
   many rounds (measured on circles, :math:`X^*` of rank 8 in d = 10: 99 LPs against 24).
-  Its LP holds a working set of triplets (``working_set``): the weights of the triplets of
-  smallest margin, the others priced in after each LP by their reduced costs (one product with
-  the row duals), so that the LP holds ~290 of the 540 weight columns instead of all.
+
+Both LPs hold a working set of triplets (``working_set``, :class:`cvxmetric.boostmetric.MasterLP`
+and :class:`SlackColumnGeneration`): the weights of the triplets of smallest margin, the others
+priced in after each LP by their reduced costs (one product with the row duals). A weight left
+out is 0, so every dual point stays in :math:`U_\nu`, and both the certificate and the feasible
+points are evaluated on all triplets: the working set changes the LPs' cost, never the
+certified interval. Measured (540 triplets): the slack LP holds ~290 weights, the X-side LP
+~210 (wine: 0.22 s -> 0.13 s, d = 200: 0.78 s -> 0.54 s of CPU).
 
 A scheduler runs the side that has shrunk the certified gap most per unit of LP work (each side
 first gets ``SCHEDULE_PROBE`` steps, and the slower side a step now and then, see :class:`_Scheduler`). Both sides feed one incumbent: the best feasible point (the X-side
@@ -399,9 +404,9 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
     warm : bool
         Warm start each X-side master LP from the previous basis (False: cold solves).
     working_set : bool
-        The slack LP starts from the triplets of smallest margin and prices the rest in (see
-        :class:`SlackColumnGeneration`; False: all triplets from the start). The certificate is
-        on all triplets either way.
+        Both LPs start from the triplets of smallest margin and price the rest in (see
+        :class:`cvxmetric.boostmetric.MasterLP` and :class:`SlackColumnGeneration`; False: all
+        triplets from the start). The certificate is on all triplets either way.
 
     Returns
     -------
