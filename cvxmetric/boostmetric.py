@@ -75,6 +75,7 @@ __all__ = [
     "power_of_two",
     "working_set_start",
     "working_set_limit",
+    "check_working_set",
 ]
 
 #: The losses of the paper: hinge (eq. 5), exponential (eq. 8), logistic (eq. 19).
@@ -584,7 +585,7 @@ class MasterLP:
     def __init__(self, m: int, cap: float, scale: float, *, warm: bool = True, start: np.ndarray | None = None):
         self.m, self.cap, self.scale, self.warm = int(m), float(cap), float(scale), bool(warm)
         self.n_columns = 0
-        self.active = np.arange(self.m) if start is None else np.asarray(start, dtype=np.int64)
+        self.active = check_working_set(start, self.m, self.cap)
         k = self.active.size
         h = highs_lp()
         inf = highspy.kHighsInf
@@ -761,6 +762,26 @@ def working_set_start(rho: np.ndarray, cap: float) -> np.ndarray:
     (at least the 1/cap that the weights need: their sum is 1 under the cap), sorted."""
     k = min(rho.size, math.ceil(WORKING_SET_START / cap))
     return np.sort(np.argpartition(rho, k - 1)[:k])
+
+
+def check_working_set(start, m: int, cap: float) -> np.ndarray:
+    """``start`` as a sorted array of distinct triplet indices, or all m of them if None.
+
+    Raises
+    ------
+    ValueError
+        An index out of range, or fewer than 1/cap triplets (their weights, capped at cap,
+        could not sum to 1: the LP would be infeasible).
+    """
+    if start is None:
+        return np.arange(m)
+    r = np.unique(np.asarray(start, dtype=np.int64).reshape(-1))
+    if r.size and (r[0] < 0 or r[-1] >= m):
+        raise ValueError(f"start holds triplet indices outside [0, {m}); give indices of the LP's triplets")
+    if r.size * cap < 1.0 - 1e-12:
+        raise ValueError(f"start holds {r.size} triplets, fewer than 1/cap = {1.0 / cap:.6g}: their weights "
+                         "cannot sum to 1; start from at least that many (e.g. working_set_start)")
+    return r
 
 
 def working_set_limit(cap: float) -> int:

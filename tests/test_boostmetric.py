@@ -230,6 +230,9 @@ def test_master_lp_working_set_prices_in_to_the_full_lp(seed):
         ws.add_triplets(new, H)
     assert ws.active.size < geom.m
     assert pi == pytest.approx(pi_full, abs=1e-9 * scale)
+    for bad in (np.arange(k - 1), np.array([0, geom.m])):
+        with pytest.raises(ValueError, match="start"):
+            MasterLP(geom.m, nu, 4.0, start=bad)
     assert u.min() >= 0 and u.max() <= nu * (1 + 1e-12) and u.sum() == pytest.approx(1.0)
     assert hinge_value(H @ w, nu) == pytest.approx(pi, abs=1e-8 * scale)
     assert np.max(H.T @ u) == pytest.approx(pi, abs=1e-8 * scale)
