@@ -12,11 +12,16 @@ For each instance it prints the column generation's time (wall and CPU), its LPs
 time for the certified ground truth (``cvxmetric.formulations.ladder.solve_certified``: the
 cvxpy build, the Clarabel solve and its certificate, exactly what the report's ``time_truth``
 measures), or that it did not finish within ``--cap`` seconds (or the ``--mem-gb`` address-space
-cap), and the ratio Clarabel / CG of both clocks. Clarabel runs in a child process (so that it can
-be stopped at the cap); it times itself there, after its imports. BLAS thread pools are pinned
-to one thread in both processes (threadpoolctl, and the OPENBLAS/OMP/MKL variables of the
-child). On a shared machine the wall clock depends on the load: compare the ratios of one run,
-and the CPU clock.
+cap), and the ratio Clarabel / CG of both clocks. Clarabel runs in a worker process (so that it
+can be stopped at the cap, and restarted after it); it times itself there, after its imports.
+BLAS thread pools are pinned to one thread in both processes (threadpoolctl, and the
+OPENBLAS/OMP/MKL variables of the worker).
+
+The machine may be shared: the load of other jobs changes both clocks within seconds. So each
+instance runs ``--rounds`` rounds (default 5), each one solve of every CG variant immediately
+followed by one Clarabel solve; the times are the best of the rounds, and ``paired`` is the
+median over the rounds of the CPU ratio within a round (both sides measured under the same
+load). Clarabel's rounds stop at its first failure.
 """
 from __future__ import annotations
 
@@ -24,91 +29,158 @@ import argparse
 import json
 import os
 import resource
+import select
 import subprocess
 import sys
+import tempfile
 import time
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from benchmarks._parallel import add_arguments, map_rows
 
 DEFAULT_INSTANCES = ("iris-hinge", "wine-hinge", "circles-hinge", "wine-hinge-d200")
 BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-#: Seconds the child may spend on its imports on top of the cap (cvxpy, scipy: ~5 s on a loaded machine).
+#: Seconds the worker may spend on its imports on top of the cap (cvxpy, scipy: ~5 s on a loaded machine).
 IMPORT_ALLOWANCE = 60.0
 #: The ground truth's relative gap (the report's TRUTH_RTOL).
 TRUTH_RTOL = 1e-6
 
 
-def _truth_child(name: str) -> None:
-    """Child process: the certified ground truth of one instance; prints one JSON line."""
+def _timed(solve) -> tuple[dict, object]:
+    """Wall and CPU seconds of one ``solve()``, and its result."""
+    t, c = time.perf_counter(), time.process_time()
+    res = solve()
+    return {"wall": time.perf_counter() - t, "cpu": time.process_time() - c}, res
+
+
+def _truth_worker() -> None:
+    """Worker process: reads instance names from stdin, one a line, and answers each with one
+    JSON line: the time of its certified ground truth (timed after the imports)."""
     with threadpool_limits(1):
         from cvxmetric.formulations.boostmetric import build_boostmetric
         from cvxmetric.formulations.ladder import solve_certified
         from cvxmetric.instances import get_instance
 
-        inst = get_instance("boostmetric", name)
-        t, c = time.perf_counter(), time.process_time()
-        truth = solve_certified(build_boostmetric(inst.X, inst.constraints, **inst.params), TRUTH_RTOL)
-        wall, cpu = time.perf_counter() - t, time.process_time() - c
-    print(json.dumps({"wall": wall, "cpu": cpu, "gap": truth.gap, "certified": truth.certified,
-                      "rung": truth.rung}))
+        for line in sys.stdin:
+            inst = get_instance("boostmetric", line.strip())
+            times, truth = _timed(lambda: solve_certified(build_boostmetric(inst.X, inst.constraints, **inst.params),
+                                                          TRUTH_RTOL))
+            print(json.dumps({**times, "gap": truth.gap, "certified": truth.certified, "rung": truth.rung}),
+                  flush=True)
 
 
-def _truth(name: str, cap: float, mem_gb: float) -> dict:
-    """Run :func:`_truth_child` with a wall-clock cap and an address-space cap."""
-    def limit():
-        nbytes = int(mem_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+class _Truth:
+    """The Clarabel worker (:func:`_truth_worker`) under an address-space cap, restarted after a
+    failure; :meth:`solve` waits at most ``cap`` seconds (plus the imports the first time)."""
 
-    env = {**os.environ, **BLAS_ENV}
-    t = time.perf_counter()
-    try:
-        out = subprocess.run([sys.executable, "-m", "benchmarks.boostmetric_cg", "--truth-child", name],
-                             capture_output=True, text=True, timeout=cap + IMPORT_ALLOWANCE, env=env,
-                             preexec_fn=limit)
-    except subprocess.TimeoutExpired:
-        return {"finished": False, "why": f"did not finish in {cap:.0f} s"}
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-    if out.returncode != 0 or not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:80]
-        memory = "MemoryError" in out.stderr or "memory allocation" in out.stderr
-        why = f"over the {mem_gb:g} GB memory cap: {tail}" if memory else tail
-        return {"finished": False, "why": f"failed after {time.perf_counter() - t:.0f} s ({why})"}
-    res = json.loads(lines[-1])
-    if res["wall"] > cap:
-        return {"finished": False, "why": f"did not finish in {cap:.0f} s (took {res['wall']:.0f} s)"}
-    return {"finished": True, **res}
+    def __init__(self, cap: float, mem_gb: float):
+        self.cap, self.mem_gb, self.proc = cap, mem_gb, None
+
+    def _start(self) -> None:
+        nbytes = int(self.mem_gb * 2**30)
+        self.err = tempfile.TemporaryFile(mode="w+")   # a file, not a pipe: a full pipe would block the worker
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.boostmetric_cg", "--truth-worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.err, text=True, env={**os.environ, **BLAS_ENV},
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes)))
+        self.fresh = True
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def solve(self, name: str) -> dict:
+        if self.proc is None:
+            self._start()
+        t = time.perf_counter()
+        self.proc.stdin.write(name + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.cap + (IMPORT_ALLOWANCE if self.fresh else 0.0))
+        self.fresh = False
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            timed_out = not ready
+            self.stop() if timed_out else self.proc.wait()
+            if timed_out:
+                self.proc = None
+                return {"finished": False, "why": f"did not finish in {self.cap:.0f} s"}
+            self.err.seek(0)
+            err = self.err.read()
+            self.proc = None
+            tail = (err.strip().splitlines() or ["no output"])[-1][:80]
+            memory = "MemoryError" in err or "memory allocation" in err
+            why = f"over the {self.mem_gb:g} GB memory cap: {tail}" if memory else tail
+            return {"finished": False, "why": f"failed after {time.perf_counter() - t:.0f} s ({why})"}
+        res = json.loads(line)
+        if res["wall"] > self.cap:
+            return {"finished": False, "why": f"did not finish in {self.cap:.0f} s (took {res['wall']:.0f} s)"}
+        return {"finished": True, **res}
 
 
-def _cg(name: str, **kw) -> dict:
+def _cg_solver(name: str, **kw):
     from cvxmetric.instances import get_instance
     from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
 
     inst = get_instance("boostmetric", name)
-    with threadpool_limits(1):
-        t, c = time.perf_counter(), time.process_time()
-        res = boostmetric_hinge_cg(inst.X, inst.constraints, inst.params["nu"], max_iter=5000, **kw)
-        wall, cpu = time.perf_counter() - t, time.process_time() - c
-    return {"d": inst.X.shape[1], "m": len(inst.constraints), "wall": wall, "cpu": cpu,
-            "lp_columns": res.info["lp_columns"], "lp_slack": res.info["lp_slack"],
-            "columns": res.info["n_columns"], "gap": res.certified_gap, "converged": res.converged}
+
+    def solve():
+        return boostmetric_hinge_cg(inst.X, inst.constraints, inst.params["nu"], max_iter=5000, **kw)
+
+    return inst, solve
+
+
+def _measure(name: str, variants, truth: _Truth, rounds: int) -> tuple[list, dict]:
+    """``rounds`` rounds, each one solve of every variant and then one Clarabel solve (paired under
+    the same load); Clarabel's rounds stop at its first failure."""
+    solvers = [(label, *_cg_solver(name, **kw)) for label, kw in variants]
+    runs = {label: [] for label, _ in variants}
+    truths = []
+    for _ in range(rounds):
+        with threadpool_limits(1):
+            for label, _inst, solve in solvers:
+                runs[label].append(_timed(solve))
+        if not truths or truths[-1]["finished"]:
+            truths.append(truth.solve(name))
+    rows = []
+    for label, inst, _ in solvers:
+        times = [t for t, _ in runs[label]]
+        res = runs[label][-1][1]
+        row = {"label": label, "d": inst.X.shape[1], "m": len(inst.constraints),
+               "wall": min(t["wall"] for t in times), "cpu": min(t["cpu"] for t in times),
+               "lp_columns": res.info["lp_columns"], "lp_slack": res.info["lp_slack"],
+               "columns": res.info["n_columns"], "gap": res.certified_gap, "converged": res.converged}
+        done = [(t, c) for t, c in zip(times, truths) if c["finished"]]
+        row["paired"] = float(np.median([c["cpu"] / t["cpu"] for t, c in done])) if done else None
+        rows.append(row)
+    ok = [c for c in truths if c["finished"]]
+    summary = {"finished": True, "wall": min(c["wall"] for c in ok), "cpu": min(c["cpu"] for c in ok)} if ok \
+        else truths[-1]
+    return rows, summary
 
 
 def instance_rows(task) -> None:
-    """One row of the sweep: one instance, every CG variant and Clarabel on it (printed)."""
-    name, variants, cap, mem_gb = task
-    rows = [(label, _cg(name, **kw)) for label, kw in variants]
-    truth = _truth(name, cap, mem_gb)
-    for label, r in rows:
+    """One row of the sweep: one instance, every CG variant and Clarabel on it, in paired rounds
+    (printed); the row has its own Clarabel worker process."""
+    name, variants, cap, mem_gb, rounds = task
+    truth = _Truth(cap, mem_gb)
+    try:
+        rows, tr = _measure(name, variants, truth, rounds)
+    finally:
+        truth.stop()
+    for r in rows:
         lps = f"{r['lp_columns']}+{r['lp_slack']}"
         gap = f"{r['gap']:.1e}" + ("" if r["converged"] else "!")
-        if truth["finished"]:
-            tr = f"{truth['wall']:13.3f} {truth['cpu']:7.3f} | {truth['wall'] / r['wall']:10.2f} {truth['cpu'] / r['cpu']:6.2f}"
+        if tr["finished"]:
+            out = (f"{tr['wall']:13.3f} {tr['cpu']:7.3f} | {tr['wall'] / r['wall']:10.2f} "
+                   f"{tr['cpu'] / r['cpu']:6.2f} {r['paired']:7.2f}")
         else:
-            tr = f"{truth['why']}"
-        print(f"{name:16s} {r['d']:4d} {r['m']:5d} {label:6s} {r['wall']:8.3f} {r['cpu']:7.3f} {lps:>10s} "
-              f"{r['columns']:5d} {gap:>9s} | {tr}", flush=True)
+            out = tr["why"]
+        print(f"{name:16s} {r['d']:4d} {r['m']:5d} {r['label']:6s} {r['wall']:8.3f} {r['cpu']:7.3f} {lps:>10s} "
+              f"{r['columns']:5d} {gap:>9s} | {out}", flush=True)
 
 
 def main(argv=None) -> None:
@@ -117,20 +189,24 @@ def main(argv=None) -> None:
     ap.add_argument("--cap", type=float, default=600.0, help="Clarabel's wall-clock cap in seconds (default 600)")
     ap.add_argument("--mem-gb", type=float, default=10.0, help="Clarabel's address-space cap in GB (default 10)")
     ap.add_argument("--plain", action="store_true", help="also run the paper's plain rule (1 column, no stabilization)")
-    ap.add_argument("--truth-child", metavar="NAME", help=argparse.SUPPRESS)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds per instance, each one solve per side (default 5)")
+    ap.add_argument("--truth-worker", action="store_true", help=argparse.SUPPRESS)
     add_arguments(ap, "instances")
     args = ap.parse_args(argv)
-    if args.truth_child:
-        _truth_child(args.truth_child)
+    if args.truth_worker:
+        _truth_worker()
         return
     variants = [("CG", {})] + ([("plain", {"n_columns": 1, "smoothing": 0.0, "slack": False})] if args.plain else [])
     head = (f"{'instance':16s} {'d':>4s} {'m':>5s} {'solver':6s} {'wall s':>8s} {'cpu s':>7s} {'LPs (X+S)':>10s} "
-            f"{'cols':>5s} {'cert. gap':>9s} | {'Clarabel wall':>13s} {'cpu':>7s} | {'ratio wall':>10s} {'cpu':>6s}")
+            f"{'cols':>5s} {'cert. gap':>9s} | {'Clarabel wall':>13s} {'cpu':>7s} | {'ratio wall':>10s} {'cpu':>6s} "
+            f"{'paired':>7s}")
     print(head)
     print("-" * len(head))
-    tasks = [(name, variants, args.cap, args.mem_gb) for name in args.instances]
+    tasks = [(name, variants, args.cap, args.mem_gb, args.rounds) for name in args.instances]
     list(map_rows(instance_rows, tasks, args, label=lambda task: task[0]))
-    print("ratio = Clarabel / CG (> 1: CG faster); '!' after a gap: not converged within the default tol 1e-7")
+    print(f"times: the best of {args.rounds} rounds; ratio = Clarabel / CG (> 1: CG faster); 'paired': the median "
+          "over the rounds of the CPU ratio within a round; '!' after a gap: not converged within the default tol 1e-7")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
         A method that does not apply to the loss is a ValueError.
     **options
         Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``, ``n_columns``; column
-        generation also ``smoothing``, ``slack`` and ``warm``, totally corrective the ``lbfgs_*``
+        generation also ``smoothing``, ``slack``, ``warm`` and ``working_set``, totally corrective the ``lbfgs_*``
         settings). An option the method does not read is a ValueError.
 
     Returns

@@ -203,6 +203,53 @@ def test_warm_started_master_equals_a_cold_solve_of_the_same_lp(seed):
     assert sd.ok and pi == pytest.approx(sd.value, abs=1e-6 * scale)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_master_lp_working_set_prices_in_to_the_full_lp(seed):
+    """From the 1/nu triplets of smallest mean margin, the working set grows by the reduced
+    costs until none is negative; then the LP's value, weights and dual point are the full LP's
+    (its u is zero outside the set and in U_nu)."""
+    inst = boostmetric_instance("wine", "hinge", n=30, seed=seed)
+    model = boostmetric_model(inst.X, inst.constraints, loss="hinge", nu=inst.params["nu"])
+    geom, nu = model.geometry, model.nu
+    H = geom.columns(_random_columns(inst.d, 12, seed))
+    scale = np.abs(H).max()
+    full = MasterLP(geom.m, nu, 4.0)
+    full.add_columns(H)
+    _, _, pi_full = full.solve()
+    k = int(np.ceil(1.0 / nu))
+    ws = MasterLP(geom.m, nu, 4.0, start=np.sort(np.argsort(H.mean(axis=1))[:k]))
+    ws.add_columns(H)
+    for _ in range(geom.m):
+        w, u, pi = ws.solve()
+        assert pi >= pi_full - 1e-9 * scale          # fewer weights: the minimum can only be higher
+        assert np.all(u[np.setdiff1d(np.arange(geom.m), ws.active)] <= 1e-15)
+        new = ws.price_triplets(H, 5)
+        if new.size == 0:
+            break
+        assert new.size <= 5 and not np.isin(new, ws.active).any()
+        ws.add_triplets(new, H)
+    assert ws.active.size < geom.m
+    assert pi == pytest.approx(pi_full, abs=1e-9 * scale)
+    for bad in (np.arange(k - 1), np.array([0, geom.m])):
+        with pytest.raises(ValueError, match="start"):
+            MasterLP(geom.m, nu, 4.0, start=bad)
+    assert u.min() >= 0 and u.max() <= nu * (1 + 1e-12) and u.sum() == pytest.approx(1.0)
+    assert hinge_value(H @ w, nu) == pytest.approx(pi, abs=1e-8 * scale)
+    assert np.max(H.T @ u) == pytest.approx(pi, abs=1e-8 * scale)
+
+
+@pytest.mark.parametrize("dataset", ["circles", "wine"])
+def test_working_sets_reach_the_certified_optimum_of_the_full_lps(dataset):
+    inst = boostmetric_instance(dataset, "hinge", n=30, seed=1)
+    nu = inst.params["nu"]
+    ws = boostmetric_hinge_cg(inst.X, inst.constraints, nu, slack=True)
+    full = boostmetric_hinge_cg(inst.X, inst.constraints, nu, slack=True, working_set=False)
+    for a, b in ((ws, full), (full, ws)):
+        assert a.converged and a.certified_gap <= a.tol
+        assert a.lower_bound <= b.objective + 1e-12 * abs(b.objective)
+    assert abs(relative_difference(ws.objective, full.objective)) <= 2 * ws.tol
+
+
 def test_warm_and_cold_column_generation_reach_the_same_certified_optimum():
     inst = boostmetric_instance("iris", "hinge", n=40, seed=3)
     nu = inst.params["nu"]
@@ -244,7 +291,8 @@ def test_slack_side_certifies_its_dual_point_and_returns_a_trace_one_multiplier(
     geom = model.geometry
     sl = SlackColumnGeneration(geom, model.nu)
     for _ in range(4):
-        u, X, _ = sl.step()
+        st = sl.step()
+        u, X = st.u, st.X
         pi = sl._h.getInfo().objective_function_value
         lam = np.linalg.eigvalsh(geom.weighted_sum(u))[-1]
         assert lam <= pi + 1e-8 * geom.weight_scale(u)
