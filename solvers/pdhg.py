@@ -164,16 +164,7 @@ class _ScaledOperator:
     def __init__(self, model: HingeModel):
         geom = model.geometry
         self.geometry = geom
-        a, b = geom.squared_lengths()
-        # ||u u^T - v v^T||_F^2 = |u|^4 + |v|^4 - 2 (u.v)^2
-        uv = np.zeros(model.m)
-        both = np.intersect1d(geom.u_rows, geom.v_rows)
-        if both.size:
-            U = geom.U[geom._u_pos[both]]
-            V = geom.V[geom._v_pos[both]]
-            uv[both] = np.einsum("ij,ij->i", U, V)
-        s2 = np.maximum(a * a + b * b - 2.0 * uv * uv, 0.0)
-        s = np.sqrt(s2)
+        s = geom.frobenius_norms()
         smax = float(s.max(initial=0.0))
         s[s <= EMPTY_ROW_RTOL * smax] = 1.0
         self.s = s
@@ -183,14 +174,17 @@ class _ScaledOperator:
         (:math:`M = V_+ \mathrm{diag}(\lambda_+) V_+^\top`): the product then reads the factor
         :math:`L = \mathrm{diag}(\lambda_+)^{1/2} V_+^\top` of rank r where the cost model of
         :mod:`cvxmetric.hinge` says it pays (:math:`O(n d r + P r)` instead of :math:`O(n d^2 + P d)`)."""
+        out = None
         if eig is not None:
             lam, V = eig
             pos = lam > 0
             r = int(np.count_nonzero(pos))
             if r < self.geometry.d and self.geometry.product_cost("K", r=r) < self.geometry.product_cost("K"):
-                L = (V[:, pos] * np.sqrt(lam[pos])).T
-                return self.geometry.values_factor(L) / self.s
-        return self.geometry.values(M) / self.s
+                out = self.geometry.values_factor((V[:, pos] * np.sqrt(lam[pos])).T)
+        if out is None:
+            out = self.geometry.values(M)
+        out /= self.s     # a fresh vector: scaled in place
+        return out
 
     def adjoint(self, y: np.ndarray) -> np.ndarray:
         r""":math:`K'^* y = K^* (y / s)`."""
@@ -289,6 +283,7 @@ class PDHGState:
         self.M, self.y = M, y * self.s
         self.KM = self.op.apply(self.M)
         self.KTy = self.op.adjoint(self.y)
+        self._work, self._work2 = np.empty_like(self.y), np.empty_like(self.y)   # scratch of a step
         self.n_iter = self.rejected = self.n_restarts = self.n_checks = 0
         self.t_start = time.perf_counter() if t_start is None else t_start
         # restart bookkeeping
@@ -332,11 +327,19 @@ class PDHGState:
         M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q), return_eig=True,
                                     partial=None)
         KM_new = self.op.apply(M_new, eig=(lam, V))
-        y_new = np.clip(self.y + sigma * (self.ds + 2.0 * KM_new - self.KM), 0.0, self.cs)
+        # y+ = clip(y + sigma (delta' + 2 K'M+ - K'M)), in place on one new vector (the same
+        # operations in the same order as the formula, so the same round-off)
+        y_new = np.multiply(KM_new, 2.0)
+        y_new += self.ds
+        y_new -= self.KM
+        y_new *= sigma
+        y_new += self.y
+        np.clip(y_new, 0.0, self.cs, out=y_new)
         self.n_iter += 1
         dM = M_new - self.M
-        dy = y_new - self.y
-        inter = abs(float((KM_new - self.KM) @ dy))
+        dy = np.subtract(y_new, self.y, out=self._work)
+        dK = np.subtract(KM_new, self.KM, out=self._work2)
+        inter = abs(float(dK @ dy))
         movement = omega * float(np.vdot(dM, dM)) + float(dy @ dy) / omega
         eta_max = movement / (2.0 * inter) if inter > 0 else math.inf
         if self.adaptive_step and eta > eta_max:
@@ -346,8 +349,8 @@ class PDHGState:
         self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, self.op.adjoint(y_new)
         self.w_sum += eta
         self.M_sum += eta * self.M
-        self.y_sum += eta * self.y
-        self.KM_sum += eta * self.KM
+        self.y_sum += np.multiply(self.y, eta, out=self._work)
+        self.KM_sum += np.multiply(self.KM, eta, out=self._work)
         self.KTy_sum += eta * self.KTy
         if self.adaptive_step:
             self.eta = self._next_eta(eta_max)
@@ -389,7 +392,9 @@ class PDHGState:
         # modelled cost (cvxmetric.hinge cost model, so the schedule is the same in every run): a
         # repair step is one values_rank_one over the negative directions and one K*; an iteration
         # one K and one K*
-        self._repair_estimate = REPAIR_STEPS * (geom.rank_one_cost(max(cand.n_neg, 1)) + geom.product_cost("Kt"))
+        support = int(np.count_nonzero(cand.y))    # the repair runs over the support of y
+        self._repair_estimate = REPAIR_STEPS * (geom.rank_one_cost(max(cand.n_neg, 1), n_rows=support)
+                                                + geom.product_cost("Kt"))
         if max(cand.rel_dual, cand.rel_err) <= tol:
             return True
         iteration = geom.product_cost("K") + geom.product_cost("Kt")
@@ -497,13 +502,11 @@ class PDHGState:
             measure, measure_tol, measure_value = "kkt_residual", tol, kkt_value
         objective = model.value(M_out)
         lb_out = best_lb if certified else None
-        if stop_reason == "converged" and measure_value is None and relative_gap(objective, lb_out) > measure_tol:
-            stop_reason = "not_certified"
-        elif stop_reason == "converged" and measure_value is not None and measure_value > measure_tol:
-            stop_reason = "not_certified"
+        # make_result derives the verdict (a loop that stopped on its own test but whose measure
+        # does not pass is "not_certified"); info["stop_reason"] repeats its status
         detail = (f"objective {objective:.6g}, lower bound {'none' if lb_out is None else format(lb_out, '.6g')}, "
                   f"relative dual residual {last.rel_dual:.2g}, relative restart error {last.rel_err:.2g}")
-        return make_result(solver_name, objective=objective, measure=measure, tol=measure_tol,
+        res = make_result(solver_name, objective=objective, measure=measure, tol=measure_tol,
                            stop_reason=stop_reason, M=M_out, measure_value=measure_value, lower_bound=lb_out,
                            multipliers=y_out, n_iter=self.n_iter, history=self.history,
                            time=time.perf_counter() - self.t_start, detail=detail, warn=warn,
@@ -513,8 +516,9 @@ class PDHGState:
                                  "kkt_residual": kkt_value, "stopped_by": stopped_by,
                                  "restarts": self.n_restarts, "rejected_steps": self.rejected,
                                  "primal_weight": self.omega, "step_size": self.eta, "operator_norm": norm_K,
-                                 "checks": self.n_checks, "repairs": self.n_repairs, "stop_reason": stop_reason,
-                                 "trace": self.trace})
+                                 "checks": self.n_checks, "repairs": self.n_repairs, "trace": self.trace})
+        res.info["stop_reason"] = res.status
+        return res
 
 
 def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: float = DEFAULT_TOL,
