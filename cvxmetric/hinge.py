@@ -61,9 +61,10 @@ COST_SCALAR = 2.0e-9
 #: fixed cost of one call (Python and allocation overhead) of each path (points: a dozen numpy
 #: calls, the sparse matrix wrapper; measured 0.1-0.4 ms on small instances under load).
 COST_CALL = {"differences": 2.0e-5, "points": 3.0e-4}
-#: one entry of the (rows, J) output of ``values_rank_one``, per row (pairs, then constraints) and
-#: column: per-column gathers and squares, measured 0.2-0.3 s for m = 1e5, J = 20-40 under load.
-COST_RANK_ONE = 1.2e-8
+#: one entry of a (rows, J) block of ``rank_one_blocks``, per half and column (points path: two
+#: gathered rows of the cache-resident F = X V, a difference and a square): measured 16 ms for 45,000
+#: constraints (the support of a 10^5 multiplier) and J = 30 beside 26 ms for one K* (loaded machine).
+COST_RANK_ONE = 2.0e-9
 #: building a pair table, per half (two sorts of integer keys and the CSR pattern).
 COST_BUILD = 1.5e-7
 #: The Gram form of the points path stores an n x n matrix: not beyond this many points.
