@@ -25,7 +25,9 @@ chosen per call by a measured cost model (:func:`operator_costs`; ``path=`` forc
   when :math:`n^2 < P`); :math:`K^* c = X^\top \mathcal{L}_c X` with the weighted graph Laplacian
   :math:`\mathcal{L}_c = \sum_p w_p (e_a - e_b)(e_a - e_b)^\top` (:math:`w_p` the signed sum of the
   coefficients of the halves on pair p), whose sparsity pattern is built once:
-  :math:`O(m + P d + n d^2)`. X is centred first (differences do not change, and the cancellation in
+  :math:`O(m + P d + n d^2)`; when the pairs fill a good part of the n x n matrix (10^6
+  quadruplets on 2,000 points), a dense :math:`W_{ab} = w_p` kept between calls instead:
+  :math:`O(m + P + n^2 d)` in one dense product. X is centred first (differences do not change, and the cancellation in
   :math:`h_a + h_b - 2 x_a^\top z_b` is then relative to the spread of the data, not its offset).
   For :math:`M = L^\top L` of rank r (:meth:`QuadrupletGeometry.values_factor`) the pairs read
   :math:`F = X L^\top`: :math:`O(n d r + P r)`.
@@ -61,9 +63,10 @@ COST_SCALAR = 2.0e-9
 #: fixed cost of one call (Python and allocation overhead) of each path (points: a dozen numpy
 #: calls, the sparse matrix wrapper; measured 0.1-0.4 ms on small instances under load).
 COST_CALL = {"differences": 2.0e-5, "points": 3.0e-4}
-#: one entry of the (rows, J) output of ``values_rank_one``, per row (pairs, then constraints) and
-#: column: per-column gathers and squares, measured 0.2-0.3 s for m = 1e5, J = 20-40 under load.
-COST_RANK_ONE = 1.2e-8
+#: one entry of a (rows, J) block of ``rank_one_blocks``, per half and column (points path: two
+#: gathered rows of the cache-resident F = X V, a difference and a square): measured 16 ms for 45,000
+#: constraints (the support of a 10^5 multiplier) and J = 30 beside 26 ms for one K* (loaded machine).
+COST_RANK_ONE = 2.0e-9
 #: building a pair table, per half (two sorts of integer keys and the CSR pattern).
 COST_BUILD = 1.5e-7
 #: The Gram form of the points path stores an n x n matrix: not beyond this many points.
@@ -98,7 +101,9 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     Returns
     -------
     dict
-        ``{"differences": (K, K*), "points": (K, K*)}`` in seconds, and ``"gram"``: whether the
+        ``{"differences": (K, K*), "points": (K, K*)}`` in seconds, ``"dense"``: whether the points
+        path forms :math:`K^*` through a dense n x n Laplacian (:meth:`PairTable.laplacian_form`), and
+        ``"gram"``: whether the
         points path reads its pair values from the Gram matrix (cheaper than the pair gathers).
     """
     k = d if r is None else r
@@ -108,13 +113,18 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
     pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
-    pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (n_points + 2 * n_pairs) * d * COST_SPARSE \
+    laplacian_sparse = (n_points + 2 * n_pairs) * d * COST_SPARSE
+    laplacian_dense = n_points * n_points * d * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
+    # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
+    use_dense = not build and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
+    pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (laplacian_dense if use_dense else laplacian_sparse) \
         + n_points * d * d * COST_GEMM
     if build:
         extra = n_halves * COST_BUILD + n_points * d * COST_STREAM
         pts_K, pts_Kt = pts_K + extra, pts_Kt + extra
     cd, cp = COST_CALL["differences"], COST_CALL["points"]
-    return {"differences": (diff_K + cd, diff_Kt + cd), "points": (pts_K + cp, pts_Kt + cp), "gram": use_gram}
+    return {"differences": (diff_K + cd, diff_Kt + cd), "points": (pts_K + cp, pts_Kt + cp), "gram": use_gram,
+            "dense": use_dense}
 
 
 class PairTable:
@@ -159,6 +169,7 @@ class PairTable:
         order = sparse.csr_matrix((np.arange(1, rows.size + 1, dtype=np.float64), (rows, cols)), shape=(n, n))
         self._perm = order.data.astype(np.int64) - 1
         self._indices, self._indptr = order.indices, order.indptr
+        self._W = self._flat = None   # the dense form of laplacian_form, allocated on first use
 
     def squared_distances(self, M: np.ndarray, gram: bool) -> np.ndarray:
         r""":math:`D_M(a, b)` for every pair, shape (P,): :math:`h_a + h_b - 2 x_a^\top M x_b`."""
@@ -174,25 +185,38 @@ class PairTable:
                                       np.take(Z, self.pb[sl], axis=0))
         return h[self.pa] + h[self.pb] - 2.0 * cross
 
-    def factor_distances(self, F: np.ndarray, gram: bool, per_column: bool = False) -> np.ndarray:
-        r""":math:`\|f_a - f_b\|^2` per pair (shape (P,)) for a factor image ``F = Xc L^T`` (n, r);
-        ``per_column``: :math:`(f_{aj} - f_{bj})^2`, shape (P, r)."""
-        if per_column or not gram:
-            out = np.empty((self.P, F.shape[1])) if per_column else np.empty(self.P)
+    def factor_distances(self, F: np.ndarray, gram: bool) -> np.ndarray:
+        r""":math:`\|f_a - f_b\|^2` per pair (shape (P,)) for a factor image ``F = Xc L^T`` (n, r)."""
+        if not gram:
+            out = np.empty(self.P)
             for s in range(0, self.P, GATHER_CHUNK):
                 sl = slice(s, s + GATHER_CHUNK)
                 D = np.take(F, self.pa[sl], axis=0) - np.take(F, self.pb[sl], axis=0)
-                out[sl] = D * D if per_column else np.einsum("ij,ij->i", D, D)
+                out[sl] = np.einsum("ij,ij->i", D, D)
             return out
         h = np.einsum("ij,ij->i", F, F)
         return h[self.pa] + h[self.pb] - 2.0 * (F @ F.T).ravel()[self.pa * self.n + self.pb]
 
-    def laplacian_form(self, w: np.ndarray) -> np.ndarray:
-        r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric."""
+    def laplacian_form(self, w: np.ndarray, dense: bool = False) -> np.ndarray:
+        r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric.
+
+        ``dense``: through an (n, n) matrix W with :math:`W_{ab} = w_p` (kept between calls: the
+        pattern is fixed, so only its P entries are rewritten), :math:`X^\top \mathcal{L}_w X =
+        X^\top \mathrm{diag}(\deg) X - T - T^\top` with :math:`T = X^\top (W X)`: one dense
+        :math:`n^2 d` product instead of the sparse one over :math:`n + 2P` entries (cheaper when
+        the pairs fill a good part of the n x n matrix; :func:`operator_costs`)."""
+        deg = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
+        if dense:
+            if self._W is None:
+                self._W = np.zeros((self.n, self.n))
+                self._flat = self.pa * self.n + self.pb
+            self._W.ravel()[self._flat] = w
+            T = self.Xc.T @ (self._W @ self.Xc)
+            G = (self.Xc.T * deg) @ self.Xc - T - T.T
+            return 0.5 * (G + G.T)
         from scipy import sparse
 
-        diag = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
-        data = np.concatenate([diag, -w, -w])[self._perm]
+        data = np.concatenate([deg, -w, -w])[self._perm]
         lap = sparse.csr_matrix((data, self._indices, self._indptr), shape=(self.n, self.n))
         G = self.Xc.T @ (lap @ self.Xc)
         return 0.5 * (G + G.T)
@@ -237,6 +261,7 @@ class QuadrupletGeometry:
         self._v_pos = np.full(self.m, -1, dtype=np.int64)
         self._v_pos[self.v_rows] = np.arange(self.v_rows.size)
         self._pairs = None   # (PairTable, pair of each u half, pair of each v half), built on first use
+        self._ends = None    # per constraint, the pair table endpoints of its halves (_pair_ends)
 
     def subset(self, rows) -> "QuadrupletGeometry":
         """Geometry of a subset of the constraints (no re-validation of ``X``)."""
@@ -258,7 +283,7 @@ class QuadrupletGeometry:
         out.V = np.concatenate([self.V, new.V])
         out._u_pos = np.concatenate([self._u_pos, np.where(new._u_pos >= 0, new._u_pos + self.u_rows.size, -1)])
         out._v_pos = np.concatenate([self._v_pos, np.where(new._v_pos >= 0, new._v_pos + self.v_rows.size, -1)])
-        out._pairs = None
+        out._pairs = out._ends = None
         return out
 
     # ------------------------------------------------------------------ operator paths
@@ -291,18 +316,22 @@ class QuadrupletGeometry:
         k = 0 if which == "K" else 1
         return min(costs["points"][k], costs["differences"][k])
 
-    def rank_one_cost(self, J: int) -> float:
-        """Modelled seconds of :meth:`values_rank_one` with ``J`` columns (the cheaper path)."""
+    def rank_one_cost(self, J: int, n_rows: int | None = None) -> float:
+        """Modelled seconds of :meth:`values_rank_one` with ``J`` columns over ``n_rows`` of the
+        constraints (default all), on the cheaper path."""
         halves = self.u_rows.size + self.v_rows.size
+        if n_rows is not None:
+            halves = min(halves, 2 * n_rows)
         n_points = min(self.X.shape[0], 2 * halves)
         diff = halves * J * (self.d * COST_GEMM + COST_RANK_ONE)
-        points = n_points * self.d * J * COST_GEMM + (halves + 2 * self.m) * J * COST_RANK_ONE + COST_CALL["points"]
+        points = n_points * self.d * J * COST_GEMM + 2 * halves * J * COST_RANK_ONE + COST_CALL["points"]
         return min(diff, points)
 
     def operator_path(self, which: str = "K", *, r: int | None = None, n_rows: int | None = None,
                       path: str | None = None) -> tuple[str, bool]:
         """The cheaper path of :func:`operator_costs` for ``K`` (values) or ``"Kt"`` (weighted sums),
-        and whether the points path reads the Gram matrix. ``path`` forces a path (tests, benchmarks).
+        and whether the points path reads the Gram matrix (``K``) or forms the dense Laplacian
+        (``"Kt"``). ``path`` forces a path (tests, benchmarks).
 
         The counts are bounded from above without building the pair table (points ``min(n, 2 h)``,
         pairs ``h`` for ``h`` halves), so the choice is a function of the sizes alone: the same
@@ -314,7 +343,7 @@ class QuadrupletGeometry:
             path = "points" if halves and costs["points"][k] < costs["differences"][k] else "differences"
         elif path not in OPERATOR_PATHS:
             raise ValueError(f"path must be one of {OPERATOR_PATHS} or None; got {path!r}")
-        return path, bool(costs["gram"])
+        return path, bool(costs["gram"] if which == "K" else costs["dense"])
 
     def squared_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """Squared Euclidean lengths :math:`\\|u_q\\|^2` and :math:`\\|v_q\\|^2`, shape (m,) each."""
@@ -376,7 +405,9 @@ class QuadrupletGeometry:
         if path == "points":
             table, pu, pv = self.pair_table()
             D = np.append(table.factor_distances(table.Xc @ L.T, gram), 0.0)
-            return D[pu] - D[pv]
+            out = D[pu]
+            out -= D[pv]
+            return out
         out = np.zeros(self.m)
         if self.u_rows.size:
             P = self.U @ L.T
@@ -406,11 +437,12 @@ class QuadrupletGeometry:
         if rows is None:
             if coef.shape != (self.m,):
                 raise ValueError(f"coef must have shape ({self.m},); got {coef.shape}")
-            path, _ = self.operator_path("Kt", path=path)
+            path, dense = self.operator_path("Kt", path=path)
             if path == "points":
                 table, pu, pv = self.pair_table()
-                w = np.bincount(pu, coef, table.P + 1)[:table.P] - np.bincount(pv, coef, table.P + 1)[:table.P]
-                return table.laplacian_form(w)
+                w = np.bincount(pu, coef, table.P + 1)[:table.P]
+                w -= np.bincount(pv, coef, table.P + 1)[:table.P]
+                return table.laplacian_form(w, dense)
             # all rows: no gather of U/V (twice as fast; the PDHG solver calls this every iteration)
             G = (self.U * coef[self.u_rows, None]).T @ self.U
             G -= (self.V * coef[self.v_rows, None]).T @ self.V
@@ -438,34 +470,91 @@ class QuadrupletGeometry:
             G -= (Vk * coef[kv, None]).T @ Vk
         return 0.5 * (G + G.T)
 
-    def values_rank_one(self, V: np.ndarray, *, path: str | None = None) -> np.ndarray:
+    def values_rank_one(self, V: np.ndarray, rows: np.ndarray | None = None, *,
+                        path: str | None = None) -> np.ndarray:
         r""":math:`\langle v_j v_j^\top, C_{ij} - C_{kl}\rangle` for every constraint and column ``v_j``.
 
         Parameters
         ----------
         V : ndarray, shape (d, J)
             Columns :math:`v_j`.
+        rows : ndarray of int, optional
+            Only these constraints (default: all).
+        path : {"differences", "points"}, optional
+            Default: the cost model.
 
         Returns
         -------
-        ndarray, shape (m, J)
-            Entry (q, j) is :math:`(u_q^\top v_j)^2 - (w_q^\top v_j)^2` (cost :math:`O(m d J)`).
+        ndarray, shape (m, J) or (len(rows), J)
+            Entry (q, j) is :math:`(u_q^\top v_j)^2 - (w_q^\top v_j)^2` (cost :math:`O(m d J)`, or
+            :math:`O(n d J + m J)` on the points path: :math:`F = X V` once, then four gathered rows
+            of F per constraint).
+        """
+        V = np.asarray(V, dtype=np.float64)
+        rows = np.arange(self.m) if rows is None else np.asarray(rows, dtype=np.int64)
+        out = np.empty((rows.size, V.shape[1] if V.ndim == 2 else 0))
+        for sl, block in self.rank_one_blocks(V, rows, path=path):
+            out[sl] = block
+        return out
+
+    def rank_one_blocks(self, V: np.ndarray, rows: np.ndarray, *, path: str | None = None,
+                        chunk: int = GATHER_CHUNK):
+        r""":meth:`values_rank_one` of ``rows`` in consecutive blocks of at most ``chunk`` rows.
+
+        Yields ``(slice into rows, block of shape (len, J))``; a block is a fresh array the caller
+        may overwrite. Working block by block keeps the (rows, J) values in cache (the certificate's
+        repair passes over them twice, :meth:`cvxmetric.models.HingeModel.dual_bound`).
         """
         V = np.asarray(V, dtype=np.float64)
         if V.ndim != 2 or V.shape[0] != self.d:
             raise ValueError(f"V must have shape ({self.d}, J); got {V.shape}")
+        rows = np.asarray(rows, dtype=np.int64)
         path, _ = self.operator_path("K", r=V.shape[1], path=path)
         if path == "points":
+            table, _, _ = self.pair_table()
+            F = table.Xc @ V
+            ua, ub, va, vb = self._pair_ends()
+        for s in range(0, rows.size, chunk):
+            sl = slice(s, min(s + chunk, rows.size))
+            r = rows[sl]
+            if path == "points":
+                Du = np.take(F, ua[r], axis=0)
+                Du -= np.take(F, ub[r], axis=0)
+                Dv = np.take(F, va[r], axis=0)
+                Dv -= np.take(F, vb[r], axis=0)
+                Du *= Du
+                Dv *= Dv
+                Du -= Dv
+                yield sl, Du
+                continue
+            block = np.zeros((r.size, V.shape[1]))
+            pu, pv = self._u_pos[r], self._v_pos[r]
+            ku, kv = pu >= 0, pv >= 0
+            if np.any(ku):
+                block[ku] += (self.U[pu[ku]] @ V) ** 2
+            if np.any(kv):
+                block[kv] -= (self.V[pv[kv]] @ V) ** 2
+            yield sl, block
+
+    def _pair_ends(self) -> tuple:
+        """Per constraint, the endpoints in the pair table's ``Xc`` of its u and v half (both 0,
+        a zero difference, for a degenerate half); built once."""
+        if self._ends is None:
             table, pu, pv = self.pair_table()
-            D = table.factor_distances(table.Xc @ V, gram=False, per_column=True)
-            D = np.concatenate([D, np.zeros((1, V.shape[1]))])
-            return D[pu] - D[pv]
-        out = np.zeros((self.m, V.shape[1]))
-        if self.u_rows.size:
-            out[self.u_rows] += (self.U @ V) ** 2
-        if self.v_rows.size:
-            out[self.v_rows] -= (self.V @ V) ** 2
-        return out
+            pa, pb = np.append(table.pa, 0), np.append(table.pb, 0)
+            self._ends = (pa[pu], pb[pu], pa[pv], pb[pv])
+        return self._ends
+
+    def frobenius_norms(self) -> np.ndarray:
+        r""":math:`\|A_q\|_F = \|u u^\top - v v^\top\|_F = \sqrt{|u|^4 + |v|^4 - 2 (u^\top v)^2}`
+        per constraint, shape (m,) (0 for an empty row), in blocks of ``GATHER_CHUNK`` rows."""
+        a, b = self.squared_lengths()
+        uv = np.zeros(self.m)
+        both = np.flatnonzero((self._u_pos >= 0) & (self._v_pos >= 0))
+        for s in range(0, both.size, GATHER_CHUNK):
+            r = both[s:s + GATHER_CHUNK]
+            uv[r] = np.einsum("ij,ij->i", self.U[self._u_pos[r]], self.V[self._v_pos[r]])
+        return np.sqrt(np.maximum(a * a + b * b - 2.0 * uv * uv, 0.0))
 
     def apply(self, coef: np.ndarray, v: np.ndarray) -> np.ndarray:
         r"""Matrix-free product :math:`\big(\sum_q c_q (C_{ij} - C_{kl})\big) v` (no d x d matrix).

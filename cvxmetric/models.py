@@ -402,9 +402,17 @@ class HingeModel:
         return max(cands, key=lambda c: c[0]), lam_min
 
     def _repair(self, y: np.ndarray, KTy: np.ndarray, span: _Span, steps: int):
-        """Targeted repair of :meth:`dual_bound` (see its Notes): returns (y', delta^T y', K^* y')."""
+        r"""Targeted repair of :meth:`dual_bound` (see its Notes): returns (y', delta^T y', K^* y').
+
+        A step only shrinks multipliers, so it runs over the support of y (a zero stays zero), block
+        by block (:meth:`cvxmetric.hinge.QuadrupletGeometry.rank_one_blocks`): one pass for
+        :math:`\sum_c y_c g_{ck}^2`, one for the shrink factors.
+        """
         delta = np.asarray(self.constraints.delta, dtype=np.float64)
+        geom = self.geometry
         y = y.copy()
+        sup = np.flatnonzero(y > 0)
+        ys = y[sup]
         for _ in range(steps):
             S_U = span.R_s + self._restrict(span.U, KTy)
             lam, V = np.linalg.eigh(S_U)
@@ -412,14 +420,24 @@ class HingeModel:
             if not np.any(neg):
                 break
             Vn = V[:, neg] if span.U is None else span.U @ V[:, neg]
-            G = np.minimum(self.geometry.values_rank_one(Vn), 0.0)   # <A_c, v v^T>, the negative part
-            have = y @ (G * G)
+            have = np.zeros(Vn.shape[1])
+            for sl, G in geom.rank_one_blocks(Vn, sup):
+                np.minimum(G, 0.0, out=G)        # <A_c, v v^T>, the negative part
+                have += ys[sl] @ (G * G)
             if not np.any(have > 0):
                 break
             beta = REPAIR_OVERSHOOT * (-lam[neg]) / np.where(have > 0, have, np.inf)
-            r = np.minimum(1.0, np.max(-G * beta[None, :], axis=1))
-            y = y * (1.0 - r)
-            KTy = self.geometry.weighted_sum(y)
+            r = np.empty(sup.size)
+            for sl, G in geom.rank_one_blocks(Vn, sup):
+                np.minimum(G, 0.0, out=G)
+                G *= -beta
+                r[sl] = G.max(axis=1, initial=0.0)
+            np.minimum(r, 1.0, out=r)
+            ys = ys * (1.0 - r)
+            y[sup] = ys
+            keep = ys > 0
+            sup, ys = sup[keep], ys[keep]
+            KTy = geom.weighted_sum(y)
         return y, float(delta @ y), KTy
 
     # ------------------------------------------------------------------ rescaling

@@ -84,6 +84,44 @@ def test_certificate_on_the_data_span_with_constant_features():
     assert relative_gap(truth.bounds.upper, model.dual_bound(sol.duals["hinge"])) <= 1e-5
 
 
+def _plain_repair(model, y, KTy, span, steps):
+    """The targeted repair as written in the Notes of ``dual_bound``: every row, one (m, J) array."""
+    from cvxmetric.models import EIG_ROUNDOFF, REPAIR_OVERSHOOT
+
+    y = y.copy()
+    for _ in range(steps):
+        lam, V = np.linalg.eigh(span.R_s + model._restrict(span.U, KTy))
+        neg = lam < -EIG_ROUNDOFF * float(np.max(np.abs(lam)))
+        if not np.any(neg):
+            break
+        Vn = V[:, neg] if span.U is None else span.U @ V[:, neg]
+        G = np.minimum(model.geometry.values_rank_one(Vn, path="differences"), 0.0)
+        have = y @ (G * G)
+        if not np.any(have > 0):
+            break
+        beta = REPAIR_OVERSHOOT * (-lam[neg]) / np.where(have > 0, have, np.inf)
+        y = y * (1.0 - np.minimum(1.0, np.max(-G * beta[None, :], axis=1)))
+        KTy = model.geometry.weighted_sum(y, path="differences")
+    return y
+
+
+def test_repair_over_the_support_in_blocks_is_the_plain_repair():
+    """The repair runs over the support of y in cache-sized blocks (twice per step) on the cheaper
+    operator path; it is the plain repair up to round-off, and its bound is valid."""
+    X, y_lab, p = _constant_feature_lmnn()
+    model = build_lmnn(X, y_lab, **p).model
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(model.m) < 0.4, 0.0, rng.random(model.m) * model.coef)
+    span = model._span()
+    KTy = model.geometry.weighted_sum(y)
+    fast, _, _ = model._repair(y, KTy, span, 10)
+    plain = _plain_repair(model, y, KTy, span, 10)
+    assert np.all(fast[y == 0] == 0) and np.linalg.norm(fast - plain) <= 1e-10 * np.linalg.norm(plain)
+    assert not np.allclose(fast, y)   # the repair did something
+    truth = solve_certified(build_lmnn(X, y_lab, **p), TRUTH_RTOL)
+    assert model.dual_bound(y) <= truth.bounds.upper * (1 + TRUTH_RTOL)
+
+
 def test_trace_bound_certifies_a_singular_linear_term():
     """q = 0, R = 0 on the span, similar pairs present: only the trace bound (from a feasible
     value) certifies; without ``upper`` there is no bound for a non-feasible multiplier."""

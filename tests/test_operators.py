@@ -98,3 +98,37 @@ def test_extended_geometry_rebuilds_its_pairs():
     M = M + M.T
     assert _rel(big.values(M, path="differences"), big.values(M, path="points")) <= PATH_RTOL
     assert big.pair_table()[0].P >= g.pair_table()[0].P
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dense_laplacian_rank_one_rows_and_row_norms_agree(seed):
+    """The dense Laplacian form of K* (rewritten in place between calls), values_rank_one over a
+    subset of rows on both paths, and the Frobenius norms of the rows, against direct forms."""
+    g = _geometry(seed=seed)
+    rng = np.random.default_rng(20 + seed)
+    table, pu, pv = g.pair_table()
+    for _ in range(2):    # the second call overwrites the stored pattern
+        w = rng.standard_normal(table.P)
+        assert _rel(table.laplacian_form(w, dense=False), table.laplacian_form(w, dense=True)) <= PATH_RTOL
+    V = rng.standard_normal((g.d, 5))
+    rows = rng.choice(g.m, 97, replace=False)
+    full = g.values_rank_one(V, path="differences")
+    for p in OPERATOR_PATHS:
+        assert _rel(full[rows], g.values_rank_one(V, rows, path=p)) <= PATH_RTOL
+        blocks = [(sl, b.copy()) for sl, b in g.rank_one_blocks(V, rows, path=p, chunk=10)]
+        assert len(blocks) == 10 and _rel(full[rows], np.concatenate([b for _, b in blocks])) <= PATH_RTOL
+    idx = g.constraints.idx
+    X = g.X
+    direct = [np.linalg.norm(np.outer(X[i] - X[j], X[i] - X[j]) - np.outer(X[k] - X[l], X[k] - X[l]))
+              for i, j, k, l in idx]
+    assert _rel(np.asarray(direct), g.frobenius_norms()) <= PATH_RTOL
+
+
+def test_cost_model_takes_the_dense_laplacian_when_pairs_fill_the_matrix():
+    dense = operator_costs(n_points=2000, n_pairs=2_000_000, n_rows=1_000_000, n_halves=2_000_000, d=50)
+    assert dense["dense"]
+    sparse = operator_costs(n_points=8000, n_pairs=20_000, n_rows=10_000, n_halves=20_000, d=50)
+    assert not sparse["dense"]
+    # a temporary table of a subset of rows never keeps an n x n matrix
+    assert not operator_costs(n_points=2000, n_pairs=2_000_000, n_rows=1_000_000, n_halves=2_000_000, d=50,
+                              build=True)["dense"]
