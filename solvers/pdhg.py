@@ -338,6 +338,7 @@ class PDHGState:
             new.w_sum, new.M_sum, new.y_sum = self.w_sum, self.M_sum.copy(), moved(self.y_sum)
             new.KM_sum, new.KTy_sum = new.op.apply(new.M_sum), new.op.adjoint(new.y_sum)
         new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost
+        new.repair_time = self.repair_time
         new.history, new.trace = self.history, self.trace
         return new
 
