@@ -221,7 +221,8 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
 class _Score:
     """Optimality measures of one point (see the module docstring)."""
 
-    __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg")
+    __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg",
+                 "lamS")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -287,6 +288,11 @@ class PDHGState:
         self.eta, self.omega = float(eta), float(omega)
         self.adaptive_step = adaptive_step
         self.M, self.y = M, y * self.s
+        self.R_sym = symmetrize(self.R)
+        # the eigenvalues known from the last projection: its number of positive ones (the rank
+        # hint of the next projection's eigensolver) and ||M||_2 of the current iterate
+        self.rank = None
+        self.norm2 = max(float(np.linalg.eigvalsh(self.M)[-1]), 0.0) if np.any(self.M) else 0.0
         self.KM = self.op.apply(self.M)
         self.KTy = self.op.adjoint(self.y)
         self.n_iter = self.rejected = self.n_restarts = self.n_checks = 0
@@ -294,7 +300,7 @@ class PDHGState:
         # restart bookkeeping
         self.M_last, self.y_last = self.M.copy(), self.y.copy()
         self.rho = 0.0
-        self.err_last = self.score(self.M, self.y, self.KM, self.KTy).err
+        self.err_last = self.score(self.M, self.y, self.KM, self.KTy, self.norm2).err
         self.err_prev_cand = math.inf
         self.cycle_start = 0
         self._reset_average()
@@ -330,7 +336,8 @@ class PDHGState:
         eta, omega = self.eta, self.omega
         tau, sigma = eta / omega, eta * omega
         M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q), return_eig=True,
-                                    partial=None)
+                                    partial=None, rank_hint=self.rank)
+        self.rank = int(np.count_nonzero(lam > 0))
         KM_new = self.op.apply(M_new, eig=(lam, V))
         y_new = np.clip(self.y + sigma * (self.ds + 2.0 * KM_new - self.KM), 0.0, self.cs)
         self.n_iter += 1
@@ -344,6 +351,7 @@ class PDHGState:
             self.eta = self._next_eta(eta_max)
             return False
         self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, self.op.adjoint(y_new)
+        self.norm2 = max(float(lam[-1]), 0.0) if lam.size else 0.0
         self.w_sum += eta
         self.M_sum += eta * self.M
         self.y_sum += eta * self.y
@@ -354,28 +362,35 @@ class PDHGState:
         return True
 
     # ------------------------------------------------------------------ scores and certificates
-    def score(self, M_, y_, KM_, KTy_) -> _Score:
-        """Optimality measures of one point (module docstring), against the current restart radius."""
+    def score(self, M_, y_, KM_, KTy_, norm2: Optional[float] = None) -> _Score:
+        """Optimality measures of one point (module docstring), against the current restart radius.
+
+        ``norm2`` is :math:`\\|M\\|_2` when the caller knows it (the current iterate: from its
+        projection). The dual matrix is formed as :meth:`HingeModel.certify` forms it (sym(R) +
+        sym(K* y), plus q M), so that with q = 0 its eigenvalues ``lamS`` serve the certificate too.
+        """
         s, coef, delta, q = self.s, self.coef, self.delta, self.q
         t = delta + KM_ * s
         f = float(np.vdot(self.R, M_) + 0.5 * q * np.vdot(M_, M_) + coef @ np.maximum(t, 0.0))
         G = self.R + q * M_
-        S = symmetrize(G + KTy_)
+        S = self.R_sym + symmetrize(KTy_)
+        if q:
+            S += q * M_
         lamS = np.linalg.eigvalsh(S)
         neg = np.minimum(lamS, 0.0)
         dual_res = float(np.sqrt(neg @ neg))
         yu = y_ / s
         comp = float(coef @ np.maximum(t, 0.0) - yu @ t)
         lag_gap = float(np.vdot(S, M_)) + comp
-        lamM = np.linalg.eigvalsh(M_)
-        norm2 = max(float(lamM[-1]), 0.0)
+        if norm2 is None:
+            norm2 = max(float(np.linalg.eigvalsh(M_)[-1]), 0.0)
         err = max(lag_gap + max(self.rho, norm2) * float(-neg.sum()), 0.0)
         dual_val = float(delta @ yu) - 0.5 * q * float(np.vdot(M_, M_))
         size = max(abs(f), abs(dual_val))
         rel_dual = _ratio(dual_res, max(float(np.linalg.norm(G)), float(np.linalg.norm(KTy_))))
         return _Score(f=f, dual_res=dual_res, lag_gap=lag_gap, err=err, rel_err=_ratio(err, size),
                       rel_dual=rel_dual, rel_gap=_ratio(abs(lag_gap), size), M=M_, y=y_, norm2=norm2,
-                      n_neg=int(np.count_nonzero(neg)))
+                      n_neg=int(np.count_nonzero(neg)), lamS=lamS)
 
     def _average(self) -> tuple:
         w = self.w_sum
@@ -402,8 +417,10 @@ class PDHGState:
         Keeps the best bound; returns this check's."""
         model, s = self.model, self.s
         lb, lb_y = None, None
-        for KTy_, y_, _ in points:
-            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_, repair_steps=0)
+        for KTy_, y_, sc in points:
+            # with q = 0 the score's dual matrix is the certificate's: its eigenvalues are reused
+            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_, repair_steps=0,
+                                  dual_eigvals=sc.lamS if self.q == 0 else None)
             if b is not None and (lb is None or b > lb):
                 lb, lb_y = b, yb
         if repair and relative_gap(self.best_f, lb) > tol:
@@ -411,7 +428,8 @@ class PDHGState:
             self.err_at_repair = sc.rel_err
             self.n_repairs += 1
             self.repair_cost += self._repair_estimate
-            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_)
+            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_,
+                                  dual_eigvals=sc.lamS if self.q == 0 else None)
             if b is not None and (lb is None or b > lb):
                 lb, lb_y = b, yb
         if lb is not None and (self.best_lb is None or lb > self.best_lb):
@@ -422,7 +440,7 @@ class PDHGState:
         """Score the current iterate and the average, keep the best point and bound; returns the
         restart candidate's score and whether it is the average."""
         self.n_checks += 1
-        cur = self.score(self.M, self.y, self.KM, self.KTy)
+        cur = self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         avg_pt = self._average() if self.w_sum > 0 else None
         avg = self.score(*avg_pt) if avg_pt is not None else cur
         cand = avg if avg.err < cur.err else cur
@@ -465,6 +483,7 @@ class PDHGState:
         self.n_restarts += 1
         if is_avg:
             self.M, self.y, self.KM, self.KTy = self._avg_point
+        self.norm2 = cand.norm2
         M, y = self.M, self.y
         dMn = float(np.linalg.norm(M - self.M_last))
         dyn = float(np.linalg.norm(y - self.y_last))
@@ -485,7 +504,7 @@ class PDHGState:
                norm_K, solver_name: str, warn: bool) -> SolverResult:
         """The result contract (see :func:`pdhg`, Returns)."""
         model, s = self.model, self.s
-        last = self.last if self.last is not None else self.score(self.M, self.y, self.KM, self.KTy)
+        last = self.last if self.last is not None else self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         kkt_value = max(last.rel_dual, last.rel_err)
         best_lb = self.best_lb
         certified = best_lb is not None and (robust or relative_gap(self.best_f, best_lb) <= certificate_tol)
