@@ -14,6 +14,7 @@ from .tolerances import RANK_RTOL
 __all__ = ["power_of_two", 
     "symmetrize",
     "eigh_descending",
+    "positive_eigenpairs",
     "project_psd",
     "project_psd_halfspace",
     "psd_factor",
@@ -45,16 +46,65 @@ def eigh_descending(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lam[::-1].copy(), V[:, ::-1].copy()
 
 
-#: From this dimension on, ``project_psd(..., partial=None)`` computes only the eigenpairs with
-#: positive eigenvalues (LAPACK's MRRR through ``scipy.linalg.eigh(driver="evr",
-#: subset_by_value=(0, inf))``: the same tridiagonalization, no back-transformation of the other
-#: eigenvectors). Measured on one BLAS thread, 10 positive eigenvalues, loaded machine: d = 50
-#: 0.23 ms vs 0.16 ms (full eigh faster), d = 100 equal, d = 300 24 ms vs 54 ms, d = 500 0.13 s
-#: vs 0.23 s, d = 1000 0.69 s vs 1.65 s; eigenvalues agree to ~1e-13 relative.
+#: From this dimension on, ``project_psd(..., partial=None)`` may compute only the eigenpairs with
+#: positive eigenvalues (``scipy.linalg.eigh(driver="evr", subset_by_value=(0, inf))``: the same
+#: tridiagonalization, no back-transformation of the other eigenvectors). Measured on one BLAS
+#: thread, 10 positive eigenvalues, loaded machine: d = 50 0.23 ms vs 0.16 ms (full eigh faster),
+#: d = 100 equal, d = 300 24 ms vs 54 ms, d = 500 0.13 s vs 0.23 s, d = 1000 0.69 s vs 1.65 s;
+#: eigenvalues agree to ~1e-13 relative.
 PARTIAL_EIGH_MIN_D = 200
+#: ... and only while the expected number of positive eigenvalues (``rank_hint``) is at most this
+#: fraction of d. For a subset LAPACK's dsyevr does not use MRRR but bisection and inverse iteration
+#: (dstebz + dstein), whose cost grows with the subset, while the full divide-and-conquer solver
+#: (dsyevd) does not. Measured (``python -m benchmarks.eigh``: one BLAS thread, random orthogonal
+#: eigenbasis, best of 5 taking turns, load 6-7), time partial / full at a fraction f positive:
+#: d = 500: f = 0.05 0.45, 0.1 0.56, 0.15 0.71, 0.2 0.97, 0.3 1.45, 0.5 2.39; d = 1000: 0.05 0.48,
+#: 0.1 0.59, 0.15 0.71, 0.2 0.78, 0.3 1.02, 0.5 1.59 (0.5 at d = 1000: 0.51 s against 0.32 s). PDHG's
+#: iterates on d = 1000, 10^4 quadruplets have rank ~57 (partial), the early ones up to ~140.
+PARTIAL_EIGH_MAX_FRACTION = 0.2
 
 
-def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None = False):
+def positive_eigenpairs(S: np.ndarray, *, partial: bool | None = None, rank_hint: int | None = None,
+                        overwrite: bool = False) -> tuple[np.ndarray, np.ndarray, bool]:
+    r"""Eigenpairs of the symmetric ``S`` with the eigensolver chosen by the measured rule.
+
+    Parameters
+    ----------
+    S : ndarray, shape (d, d)
+        Symmetric matrix (not checked; only its lower triangle is read).
+    partial : bool or None
+        True: only the eigenpairs with :math:`\lambda > 0` (dsyevr on that subset); False: all of
+        them (dsyevd, divide and conquer); None: partial when ``d >= PARTIAL_EIGH_MIN_D`` and
+        ``rank_hint`` (the expected number of positive eigenvalues; None for unknown) is at most
+        ``PARTIAL_EIGH_MAX_FRACTION * d``.
+    rank_hint : int, optional
+        Expected number of positive eigenvalues, e.g. that of the previous iterate of a method.
+    overwrite : bool
+        ``S`` is a private copy that LAPACK may overwrite.
+
+    Returns
+    -------
+    lam : ndarray
+        Eigenvalues, ascending (only the positive ones when partial).
+    V : ndarray, shape (d, lam.size)
+        Orthonormal eigenvectors as columns.
+    partial : bool
+        Whether only the positive eigenpairs were computed.
+    """
+    from scipy.linalg import eigh
+
+    d = S.shape[0]
+    if partial is None:
+        partial = d >= PARTIAL_EIGH_MIN_D and (rank_hint is None or rank_hint <= PARTIAL_EIGH_MAX_FRACTION * d)
+    if partial:
+        lam, V = eigh(S, subset_by_value=(0.0, np.inf), driver="evr", overwrite_a=overwrite)
+    else:
+        lam, V = eigh(S, driver="evd", overwrite_a=overwrite)
+    return lam, V, bool(partial)
+
+
+def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None = False,
+                rank_hint: int | None = None):
     r"""Euclidean (Frobenius) projection onto the PSD cone :math:`\mathbb{S}^d_+`.
 
     Parameters
@@ -65,7 +115,11 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None
         Also return the eigenvalues (ascending) and eigenvectors of the symmetrized ``M``.
     partial : bool or None
         Compute only the eigenpairs with positive eigenvalues (then ``return_eig`` returns only
-        those); None chooses it from ``d >= PARTIAL_EIGH_MIN_D`` (measured to pay there).
+        those); None chooses by the measured rule of :func:`positive_eigenpairs`
+        (``PARTIAL_EIGH_MIN_D``, ``PARTIAL_EIGH_MAX_FRACTION`` of ``rank_hint``).
+    rank_hint : int, optional
+        Expected number of positive eigenvalues (e.g. the rank of the previous iterate of a
+        method); only read when ``partial`` is None.
 
     Notes
     -----
@@ -75,15 +129,8 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None
     projection (up to round-off).
     """
     return_eig = check_bool(return_eig, "return_eig")
-    S = symmetrize(M)
-    if partial is None:
-        partial = S.shape[0] >= PARTIAL_EIGH_MIN_D
-    if partial:
-        from scipy.linalg import eigh
-
-        lam, V = eigh(S, subset_by_value=(0.0, np.inf), driver="evr")
-    else:
-        lam, V = np.linalg.eigh(S)
+    S = symmetrize(M)      # a private copy: LAPACK may overwrite it
+    lam, V, _ = positive_eigenpairs(S, partial=partial, rank_hint=rank_hint, overwrite=True)
     pos = lam > 0
     Vp = V[:, pos]
     P = (Vp * lam[pos]) @ Vp.T

@@ -32,7 +32,7 @@ import numpy as np
 from ._checks import as_data_matrix, as_index_array, as_square_symmetric, check_nonnegative, check_positive
 from .constraints import ConstraintSet
 from .hinge import HingeLoss, QuadrupletGeometry
-from .linalg import power_of_two
+from .linalg import positive_eigenpairs, power_of_two
 
 __all__ = ["HingeModel", "HingeRescaling", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
            "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT"]
@@ -75,13 +75,16 @@ class _Span:
     when the restriction does not apply (full rank, or R couples the span to its complement);
     ``R_s = U^T R U``; ``chol_inv`` the inverse Cholesky factor of ``R_s`` when it is positive
     definite (else None); ``trace_sources`` the pairs ``(delta^T y', beta)`` of fixed multipliers
-    y' with ``lambda_min(U^T (R + K^* y') U) = beta > 0``.
+    y' with ``lambda_min(U^T (R + K^* y') U) = beta > 0``; ``R_scale`` the number r when
+    ``R_s = r I`` exactly with r > 0 (the theta test then reads the eigenvalues of ``S_U`` divided
+    by r, with no second eigendecomposition), else None.
     """
 
     U: Optional[np.ndarray]
     R_s: np.ndarray
     chol_inv: Optional[np.ndarray]
     trace_sources: tuple
+    R_scale: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,10 @@ class HingeModel:
                 beta = float(lb[0]) - EIG_ROUNDOFF * float(np.max(np.abs(lb)))
                 if beta > PD_RTOL * float(np.max(np.abs(lb))):
                     sources.append((float(delta @ yp), beta))
-        return _Span(U, R_s, chol_inv, tuple(sources))
+        R_scale = None
+        if chol_inv is not None and np.array_equal(R_s, R_s[0, 0] * np.eye(R_s.shape[0])):
+            R_scale = float(R_s[0, 0])
+        return _Span(U, R_s, chol_inv, tuple(sources), R_scale)
 
     def span_basis(self) -> tuple:
         r"""``(U, R_U, L_inv)`` of the certificate (:meth:`dual_bound`, Notes): an orthonormal basis
@@ -353,11 +359,16 @@ class HingeModel:
         return self.certify(y, upper, Ky=Ky, repair_steps=repair_steps)[0]
 
     def certify(self, y, upper: Optional[float] = None, *, Ky: Optional[np.ndarray] = None,
-                repair_steps: int = REPAIR_STEPS) -> tuple:
+                repair_steps: int = REPAIR_STEPS, dual_eigvals: Optional[np.ndarray] = None) -> tuple:
         """:meth:`dual_bound` and the multipliers it was computed from: ``(bound or None, y_used)``.
 
         ``y_used`` is in :math:`[0, c]`: the clipped ``y`` (closed form, exact feasibility, trace
         bound), :math:`\\theta y` (theta rule), or the repaired multiplier.
+
+        ``dual_eigvals``, when the caller has them: ``numpy.linalg.eigvalsh`` of the full-space
+        dual matrix ``sym(R) + sym(Ky)`` (``sym(A) = (A + A.T) / 2``, formed in that order), which
+        replace the eigendecomposition of the bound where it works on the whole space (q > 0, or
+        q = 0 with ``U = I``); ignored elsewhere.
         """
         y = np.asarray(y, dtype=np.float64)
         if y.shape != (self.m,) or not np.all(np.isfinite(y)):
@@ -367,31 +378,39 @@ class HingeModel:
         dy = float(delta @ y)
         KTy = self.geometry.weighted_sum(y) if Ky is None else np.asarray(Ky, dtype=np.float64)
         if self.q > 0:
-            S = 0.5 * (self.R + self.R.T) + 0.5 * (KTy + KTy.T)
-            neg = np.minimum(np.linalg.eigvalsh(S), 0.0)
+            if dual_eigvals is None:
+                dual_eigvals = np.linalg.eigvalsh(0.5 * (self.R + self.R.T) + 0.5 * (KTy + KTy.T))
+            neg = np.minimum(dual_eigvals, 0.0)
             return dy - float(neg @ neg) / (2.0 * self.q), y
         span = self._span()
         if span.R_s.size == 0:   # no data variation at all: every <M, A_c> is 0
             return dy, y
-        best, lam_min = self._bound_q0(y, dy, KTy, span, upper)
+        lam = dual_eigvals if span.U is None and dual_eigvals is not None else \
+            np.linalg.eigvalsh(span.R_s + self._restrict(span.U, KTy))
+        best, lam_min = self._bound_q0(y, dy, KTy, span, upper, lam)
         if repair_steps and lam_min < 0.0:
-            y_r, dy_r, KTy_r = self._repair(y, KTy, span, int(repair_steps))
+            y_r, dy_r, KTy_r = self._repair(y, KTy, span, int(repair_steps), lam)
             rep, _ = self._bound_q0(y_r, dy_r, KTy_r, span, upper)
             if rep[0] is not None and (best[0] is None or rep[0] > best[0]):
                 best = rep
         return best
 
-    def _bound_q0(self, y: np.ndarray, dy: float, KTy: np.ndarray, span: _Span, upper):
-        """The q = 0 rules of :meth:`dual_bound` for one multiplier: ((bound or None, y_used), lambda_min)."""
-        S_U = span.R_s + self._restrict(span.U, KTy)
-        lam = np.linalg.eigvalsh(S_U)
+    def _bound_q0(self, y: np.ndarray, dy: float, KTy: np.ndarray, span: _Span, upper, lam=None):
+        """The q = 0 rules of :meth:`dual_bound` for one multiplier: ((bound or None, y_used), lambda_min).
+        ``lam``: the eigenvalues of ``S_U`` when the caller has them."""
+        if lam is None:
+            lam = np.linalg.eigvalsh(span.R_s + self._restrict(span.U, KTy))
         lam_min = float(lam[0]) - EIG_ROUNDOFF * float(np.max(np.abs(lam)))
         cands = []
         if lam_min >= 0.0:
             cands.append((dy, y))
-        if span.chol_inv is not None:
+        if span.R_scale is not None:      # B = S_U / r
+            mu = float(lam[0]) / span.R_scale - 1.0
+        elif span.chol_inv is not None:
+            S_U = span.R_s + self._restrict(span.U, KTy)
             B = span.chol_inv @ S_U @ span.chol_inv.T      # = I + L^{-1} K_U L^{-T}
             mu = float(np.linalg.eigvalsh(0.5 * (B + B.T))[0]) - 1.0
+        if span.chol_inv is not None:
             theta = THETA_SAFETY * (1.0 if mu >= -1.0 else -1.0 / mu)
             cands.append((theta * dy, theta * y) if dy > 0 else (0.0, np.zeros_like(y)))
         T = self.trace_bound(upper) if upper is not None else None
@@ -401,23 +420,34 @@ class HingeModel:
             return (None, y), lam_min
         return max(cands, key=lambda c: c[0]), lam_min
 
-    def _repair(self, y: np.ndarray, KTy: np.ndarray, span: _Span, steps: int):
+    def _repair(self, y: np.ndarray, KTy: np.ndarray, span: _Span, steps: int, lam0: np.ndarray):
         r"""Targeted repair of :meth:`dual_bound` (see its Notes): returns (y', delta^T y', K^* y').
 
         A step only shrinks multipliers, so it runs over the support of y (a zero stays zero), block
         by block (:meth:`cvxmetric.hinge.QuadrupletGeometry.rank_one_blocks`): one pass for
         :math:`\sum_c y_c g_{ck}^2`, one for the shrink factors.
+
+        ``lam0``: the eigenvalues of the starting ``S_U``. Each step needs only the negative
+        eigenpairs: the eigensolver of :func:`cvxmetric.linalg.positive_eigenpairs` on
+        :math:`-S_U` (partial while they are few; their number at the previous step is the hint),
+        with the round-off threshold scaled by the largest eigenvalue magnitude seen (the partial
+        solver does not return the top of the spectrum; the threshold only guards round-off).
         """
         delta = np.asarray(self.constraints.delta, dtype=np.float64)
         geom = self.geometry
         y = y.copy()
         sup = np.flatnonzero(y > 0)
         ys = y[sup]
+        scale = float(np.max(np.abs(lam0)))
+        n_neg = int(np.count_nonzero(lam0 < -EIG_ROUNDOFF * scale))
         for _ in range(steps):
-            S_U = span.R_s + self._restrict(span.U, KTy)
-            lam, V = np.linalg.eigh(S_U)
-            neg = lam < -EIG_ROUNDOFF * float(np.max(np.abs(lam)))
-            if not np.any(neg):
+            mlam, V, partial = positive_eigenpairs(-(span.R_s + self._restrict(span.U, KTy)), rank_hint=n_neg,
+                                                   overwrite=True)
+            lam = -mlam                 # eigenvalues of S_U (only the negative ones when partial)
+            scale = max(scale, float(np.max(np.abs(lam), initial=0.0))) if partial else float(np.max(np.abs(lam)))
+            neg = lam < -EIG_ROUNDOFF * scale
+            n_neg = int(np.count_nonzero(neg))
+            if not n_neg:
                 break
             Vn = V[:, neg] if span.U is None else span.U @ V[:, neg]
             have = np.zeros(Vn.shape[1])

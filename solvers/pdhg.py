@@ -205,21 +205,21 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
     rng = as_rng(seed)
     X = symmetrize(rng.standard_normal((d, d)))
     X /= np.linalg.norm(X)
-    est = 0.0
     for _ in range(n_iter):
         Y = adjoint(apply(X))
         nrm = float(np.linalg.norm(Y))
         if nrm == 0.0:
             return 0.0
         X = Y / nrm
-        est = float(np.linalg.norm(apply(X)))
-    return est
+    # ||K X|| of the last iterate only (one K per step; at d = 1000 a K costs twice a K*)
+    return float(np.linalg.norm(apply(X)))
 
 
 class _Score:
     """Optimality measures of one point (see the module docstring)."""
 
-    __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg")
+    __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg",
+                 "lamS")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -288,6 +288,11 @@ class PDHGState:
         self.eta, self.omega = float(eta), float(omega)
         self.adaptive_step = adaptive_step
         self.M, self.y = M, y * self.s
+        self.R_sym = symmetrize(self.R)
+        # the eigenvalues known from the last projection: its number of positive ones (the rank
+        # hint of the next projection's eigensolver) and ||M||_2 of the current iterate
+        self.rank = None
+        self.norm2 = max(float(np.linalg.eigvalsh(self.M)[-1]), 0.0) if np.any(self.M) else 0.0
         self.KM = self.op.apply(self.M)
         self.KTy = self.op.adjoint(self.y)
         self._work, self._work2 = np.empty_like(self.y), np.empty_like(self.y)   # scratch of a step
@@ -296,7 +301,8 @@ class PDHGState:
         # restart bookkeeping
         self.M_last, self.y_last = self.M.copy(), self.y.copy()
         self.rho = 0.0
-        self.err_last = self.score(self.M, self.y, self.KM, self.KTy).err if err_last is None else err_last
+        self.err_last = (self.score(self.M, self.y, self.KM, self.KTy, self.norm2).err if err_last is None
+                         else err_last)
         self.err_prev_cand = math.inf
         self.cycle_start = 0
         self._reset_average()
@@ -364,7 +370,8 @@ class PDHGState:
         eta, omega = self.eta, self.omega
         tau, sigma = eta / omega, eta * omega
         M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q), return_eig=True,
-                                    partial=None)
+                                    partial=None, rank_hint=self.rank)
+        self.rank = int(np.count_nonzero(lam > 0))
         KM_new = self.op.apply(M_new, eig=(lam, V))
         # y+ = clip(y + sigma (delta' + 2 K'M+ - K'M)), in place on one new vector (the same
         # operations in the same order as the formula, so the same round-off)
@@ -386,6 +393,7 @@ class PDHGState:
             self.eta = self._next_eta(eta_max)
             return False
         self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, self.op.adjoint(y_new)
+        self.norm2 = max(float(lam[-1]), 0.0) if lam.size else 0.0
         self.w_sum += eta
         self.M_sum += eta * self.M
         self.y_sum += np.multiply(self.y, eta, out=self._work)
@@ -396,28 +404,35 @@ class PDHGState:
         return True
 
     # ------------------------------------------------------------------ scores and certificates
-    def score(self, M_, y_, KM_, KTy_) -> _Score:
-        """Optimality measures of one point (module docstring), against the current restart radius."""
+    def score(self, M_, y_, KM_, KTy_, norm2: Optional[float] = None) -> _Score:
+        """Optimality measures of one point (module docstring), against the current restart radius.
+
+        ``norm2`` is :math:`\\|M\\|_2` when the caller knows it (the current iterate: from its
+        projection). The dual matrix is formed as :meth:`HingeModel.certify` forms it (sym(R) +
+        sym(K* y), plus q M), so that with q = 0 its eigenvalues ``lamS`` serve the certificate too.
+        """
         s, coef, delta, q = self.s, self.coef, self.delta, self.q
         t = delta + KM_ * s
         f = float(np.vdot(self.R, M_) + 0.5 * q * np.vdot(M_, M_) + coef @ np.maximum(t, 0.0))
         G = self.R + q * M_
-        S = symmetrize(G + KTy_)
+        S = self.R_sym + symmetrize(KTy_)
+        if q:
+            S += q * M_
         lamS = np.linalg.eigvalsh(S)
         neg = np.minimum(lamS, 0.0)
         dual_res = float(np.sqrt(neg @ neg))
         yu = y_ / s
         comp = float(coef @ np.maximum(t, 0.0) - yu @ t)
         lag_gap = float(np.vdot(S, M_)) + comp
-        lamM = np.linalg.eigvalsh(M_)
-        norm2 = max(float(lamM[-1]), 0.0)
+        if norm2 is None:
+            norm2 = max(float(np.linalg.eigvalsh(M_)[-1]), 0.0)
         err = max(lag_gap + max(self.rho, norm2) * float(-neg.sum()), 0.0)
         dual_val = float(delta @ yu) - 0.5 * q * float(np.vdot(M_, M_))
         size = max(abs(f), abs(dual_val))
         rel_dual = _ratio(dual_res, max(float(np.linalg.norm(G)), float(np.linalg.norm(KTy_))))
         return _Score(f=f, dual_res=dual_res, lag_gap=lag_gap, err=err, rel_err=_ratio(err, size),
                       rel_dual=rel_dual, rel_gap=_ratio(abs(lag_gap), size), M=M_, y=y_, norm2=norm2,
-                      n_neg=int(np.count_nonzero(neg)))
+                      n_neg=int(np.count_nonzero(neg)), lamS=lamS)
 
     def _average(self) -> tuple:
         w = self.w_sum
@@ -446,8 +461,10 @@ class PDHGState:
         Keeps the best bound; returns this check's."""
         model, s = self.model, self.s
         lb, lb_y = None, None
-        for KTy_, y_, _ in points:
-            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_, repair_steps=0)
+        for KTy_, y_, sc in points:
+            # with q = 0 the score's dual matrix is the certificate's: its eigenvalues are reused
+            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_, repair_steps=0,
+                                  dual_eigvals=sc.lamS if self.q == 0 else None)
             if b is not None and (lb is None or b > lb):
                 lb, lb_y = b, yb
         if repair and relative_gap(self.best_f, lb) > tol:
@@ -456,7 +473,8 @@ class PDHGState:
             self.n_repairs += 1
             self.repair_cost += self._repair_estimate
             t0 = time.perf_counter()
-            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_)
+            b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_,
+                                  dual_eigvals=sc.lamS if self.q == 0 else None)
             self.repair_time += time.perf_counter() - t0
             if b is not None and (lb is None or b > lb):
                 lb, lb_y = b, yb
@@ -468,7 +486,7 @@ class PDHGState:
         """Score the current iterate and the average, keep the best point and bound; returns the
         restart candidate's score and whether it is the average."""
         self.n_checks += 1
-        cur = self.score(self.M, self.y, self.KM, self.KTy)
+        cur = self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         avg_pt = self._average() if self.w_sum > 0 else None
         avg = self.score(*avg_pt) if avg_pt is not None else cur
         cand = avg if avg.err < cur.err else cur
@@ -511,6 +529,7 @@ class PDHGState:
         self.n_restarts += 1
         if is_avg:
             self.M, self.y, self.KM, self.KTy = self._avg_point
+        self.norm2 = cand.norm2
         M, y = self.M, self.y
         dMn = float(np.linalg.norm(M - self.M_last))
         dyn = float(np.linalg.norm(y - self.y_last))
@@ -531,7 +550,7 @@ class PDHGState:
                norm_K, solver_name: str, warn: bool) -> SolverResult:
         """The result contract (see :func:`pdhg`, Returns)."""
         model, s = self.model, self.s
-        last = self.last if self.last is not None else self.score(self.M, self.y, self.KM, self.KTy)
+        last = self.last if self.last is not None else self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         kkt_value = max(last.rel_dual, last.rel_err)
         best_lb = self.best_lb
         certified = best_lb is not None and (robust or relative_gap(self.best_f, best_lb) <= certificate_tol)

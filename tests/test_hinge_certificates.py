@@ -276,3 +276,45 @@ def test_random_tiny_models_certificates_are_valid(case):
             assert relative_difference(res.objective, p_up) <= res.tol + 2 * TRUTH_RTOL
     else:
         assert warned
+
+
+@pytest.mark.parametrize("regularizer", ["trace", "frobenius", "pull"])
+def test_certify_with_the_callers_dual_eigenvalues_is_the_same_bound(regularizer):
+    """Eigenvalues of sym(R) + sym(K* y) passed by the caller (PDHG's score computes them) give the
+    same bound as the certificate's own eigendecomposition; the trace regularizer (R = I) takes the
+    theta test from them (R_scale) without a second one."""
+    rng = np.random.default_rng(11)
+    n, d = 30, 4
+    X = rng.standard_normal((n, d))
+    cons = ConstraintSet.from_quadruplets(rng.integers(0, n, size=(40, 4)))
+    kw = {"pull_pairs": rng.integers(0, n, size=(20, 2))} if regularizer == "pull" else {}
+    model = qwise_model(X, cons, regularizer=regularizer, **kw)
+    assert (model._span().R_scale is not None) == (regularizer == "trace")
+    for scale in (0.0, 0.3, 1.0):
+        y = scale * model.coef * rng.random(model.m)
+        Ky = model.geometry.weighted_sum(y)
+        lam = np.linalg.eigvalsh(0.5 * (model.R + model.R.T) + 0.5 * (Ky + Ky.T))
+        for steps in (0, 5):
+            b_own, y_own = model.certify(y, upper=1e3, Ky=Ky, repair_steps=steps)
+            b_given, y_given = model.certify(y, upper=1e3, Ky=Ky, repair_steps=steps, dual_eigvals=lam)
+            assert b_given == pytest.approx(b_own, rel=1e-12, abs=1e-12)
+            np.testing.assert_allclose(y_given, y_own, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("y_scale", [0.001, 0.003])
+def test_repair_with_the_partial_eigensolver_is_the_full_one(y_scale, monkeypatch):
+    """From d = PARTIAL_EIGH_MIN_D the repair takes only the negative eigenpairs (few here: 6 and
+    36 of 200); the repaired bound equals the one of the full eigendecomposition."""
+    import cvxmetric.linalg as linalg
+
+    rng = np.random.default_rng(2)
+    n, d = 300, linalg.PARTIAL_EIGH_MIN_D
+    X = rng.standard_normal((n, d))
+    model = qwise_model(X, ConstraintSet.from_quadruplets(rng.integers(0, n, size=(400, 4))))
+    y = y_scale * model.coef * rng.random(model.m)
+    b_part, y_part = model.certify(y, upper=1e3)
+    assert b_part > model.certify(y, upper=1e3, repair_steps=0)[0]      # the repair ran and paid
+    monkeypatch.setattr(linalg, "PARTIAL_EIGH_MIN_D", 10 * d)
+    b_full, y_full = model.certify(y, upper=1e3)
+    assert b_part == pytest.approx(b_full, rel=1e-9)
+    np.testing.assert_allclose(y_part, y_full, rtol=1e-8, atol=1e-12 * float(np.max(model.coef)))

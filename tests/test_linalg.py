@@ -139,3 +139,25 @@ def test_partial_projection_equals_full(d, rank):
     np.testing.assert_allclose(lam_p, lam_f[lam_f > 0], rtol=0, atol=1e-12 * scale)
     assert V_p.shape == (d, lam_p.size)
     assert np.array_equal(project_psd(A, partial=None), project_psd(A, partial=d >= 200))
+
+
+def test_partial_projection_follows_the_rank_hint():
+    """partial=None takes the positive-eigenpairs solver only while the expected rank is a small
+    fraction of d (PARTIAL_EIGH_MAX_FRACTION); both give the same projection."""
+    from cvxmetric.linalg import PARTIAL_EIGH_MAX_FRACTION, PARTIAL_EIGH_MIN_D, positive_eigenpairs, project_psd
+
+    d = PARTIAL_EIGH_MIN_D
+    rng = np.random.default_rng(5)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    lam = np.linspace(-1.0, 1.0, d)
+    A = (Q * lam) @ Q.T
+    small, large = int(PARTIAL_EIGH_MAX_FRACTION * d), int(PARTIAL_EIGH_MAX_FRACTION * d) + 1
+    assert positive_eigenpairs(A, rank_hint=small)[2] and not positive_eigenpairs(A, rank_hint=large)[2]
+    assert positive_eigenpairs(A)[2] and not positive_eigenpairs(A[:50, :50])[2]
+    P_small, lam_small, _ = project_psd(A, return_eig=True, partial=None, rank_hint=small)
+    P_large, lam_large, _ = project_psd(A, return_eig=True, partial=None, rank_hint=large)
+    assert lam_small.size == d // 2 and lam_large.size == d
+    assert np.linalg.norm(P_small - P_large) <= 1e-12 * np.linalg.norm(A)
+    A0 = A.copy()
+    project_psd(A, partial=True)
+    assert np.array_equal(A, A0)     # the input is never overwritten
