@@ -114,7 +114,8 @@ def test_repair_over_the_support_in_blocks_is_the_plain_repair():
     y = np.where(rng.random(model.m) < 0.4, 0.0, rng.random(model.m) * model.coef)
     span = model._span()
     KTy = model.geometry.weighted_sum(y)
-    fast, _, _ = model._repair(y, KTy, span, 10)
+    lam0 = np.linalg.eigvalsh(span.R_s + model._restrict(span.U, KTy))
+    fast, _, _ = model._repair(y, KTy, span, 10, lam0)
     plain = _plain_repair(model, y, KTy, span, 10)
     assert np.all(fast[y == 0] == 0) and np.linalg.norm(fast - plain) <= 1e-10 * np.linalg.norm(plain)
     assert not np.allclose(fast, y)   # the repair did something
