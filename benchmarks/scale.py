@@ -15,9 +15,10 @@ put many constraints on few points (2,000), the setting of the shared-point oper
 
 For each size it prints the build time (data, model, pair table), the solve time, the iterations,
 the milliseconds per iteration beside the measured **floor** (the products one iteration cannot
-avoid, each timed alone on the same model: K M -- through the rank-r factor of the returned point
-where the solver uses it --, K* y, and the eigendecomposition of the projection, partial where the
-solver uses it), their ratio, the same floor through difference vectors (the operators before
+avoid, each timed alone on the same model at the solver's last step size: the projection of one
+step from the returned point, by the eigensolver the solver would choose; K M at the projected
+point through its rank-r factor where the solver uses it; and K* y), their ratio, the same floor
+through difference vectors (the operators before
 issue 9: one (d x d) product per constraint half), and the
 certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
 solver's own certified lower bound), and the seconds until the best point and bound so far first
@@ -112,30 +113,40 @@ def _best_time(fn, repeats: int = FLOOR_REPEATS, clock=time.perf_counter) -> flo
     return best
 
 
-def floor(model, M: np.ndarray, y: np.ndarray) -> dict:
-    """Seconds of the products of one iteration, each timed alone: K M (as the solver computes it at
-    ``M``: the rank-r factor where the cost model takes it), K* y, one eigendecomposition."""
+def floor(model, M: np.ndarray, y: np.ndarray, step: tuple) -> dict:
+    """Seconds of the products of one iteration, each timed alone, at the solver's own last step:
+    the projection of A = (M - tau (R + K'* y')) / (1 + tau q), with tau = eta / omega from
+    ``step = (eta, omega)``, by the eigensolver PDHG would choose (the rank hint is the
+    projection's own rank); K' at the projected point through its eigenpairs (the rank-r factor
+    where the cost model takes it); and K'* y'. The rank printed is the projection's number of
+    positive eigenvalues (not a count of the round-off eigenvalues of the returned M)."""
     from cvxmetric.linalg import project_psd
     from cvxmetric.solvers.pdhg import _ScaledOperator
 
     op = _ScaledOperator(model)
-    lam, V = np.linalg.eigh(M)
-    lam = np.where(lam > 0, lam, 0.0)
+    eta, omega = step
+    tau = eta / omega
     y_scaled = np.asarray(y) * op.s
-    t_K = _best_time(lambda: op.apply(M, eig=(lam, V)))
+    R = np.asarray(model.R, dtype=np.float64)
+    A = (M - tau * (R + op.adjoint(y_scaled))) / (1.0 + tau * float(model.q))
+    Mp, lam, V = project_psd(A, return_eig=True, partial=None)
+    r = int(np.count_nonzero(lam > 0))
+
+    def project():
+        return project_psd(A, return_eig=True, partial=None, rank_hint=r)
+
+    t_K = _best_time(lambda: op.apply(Mp, eig=(lam, V)))
     t_Kt = _best_time(lambda: op.adjoint(y_scaled))
-    A = M - 1e-3 * op.adjoint(y_scaled)
-    t_eig = _best_time(lambda: project_psd(A, return_eig=True, partial=None))
+    t_eig = _best_time(project)
     # the same products through one difference vector per constraint (today's path before issue 9)
     geom, y_unscaled = model.geometry, np.asarray(y)
-    t_diff = _best_time(lambda: geom.values(M, path="differences"), 2) \
+    t_diff = _best_time(lambda: geom.values(Mp, path="differences"), 2) \
         + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
     # the same three in CPU seconds of this process (one BLAS thread): the time waiting for a core on
     # a loaded machine is left out of both the floor and the solve's CPU time per iteration
     cpu = time.process_time
-    t_cpu = (_best_time(lambda: op.apply(M, eig=(lam, V)), clock=cpu) + _best_time(lambda: op.adjoint(y_scaled), clock=cpu)
-             + _best_time(lambda: project_psd(A, return_eig=True, partial=None), clock=cpu))
-    r = int(np.count_nonzero(lam > 0))
+    t_cpu = (_best_time(lambda: op.apply(Mp, eig=(lam, V)), clock=cpu) + _best_time(lambda: op.adjoint(y_scaled), clock=cpu)
+             + _best_time(project, clock=cpu))
     return {"K": t_K, "Kt": t_Kt, "eig": t_eig, "total": t_K + t_Kt + t_eig, "cpu_total": t_cpu, "rank": r,
             "differences": t_diff + t_eig,
             "path_K": model.geometry.operator_path("K")[0], "path_Kt": model.geometry.operator_path("Kt")[0]}
@@ -152,7 +163,7 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         res = pdhg(model, certificate_tol=size.certificate_tol, time_limit=time_limit)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-    fl = floor(model, res.M, res.multipliers)
+    fl = floor(model, res.M, res.multipliers, (res.info["step_size"], res.info["primal_weight"]))
     gap = None if res.lower_bound is None else relative_gap(res.objective, res.lower_bound)
     # seconds to the first check whose best objective and best bound so far certify 1e-3
     best_f, best_lb, t_1e3 = math.inf, None, None
