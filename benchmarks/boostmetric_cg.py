@@ -183,13 +183,20 @@ def instance_rows(task) -> None:
               f"{r['columns']:5d} {gap:>9s} | {out}", flush=True)
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
+    return value
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", nargs="+", default=list(DEFAULT_INSTANCES))
     ap.add_argument("--cap", type=float, default=600.0, help="Clarabel's wall-clock cap in seconds (default 600)")
     ap.add_argument("--mem-gb", type=float, default=10.0, help="Clarabel's address-space cap in GB (default 10)")
     ap.add_argument("--plain", action="store_true", help="also run the paper's plain rule (1 column, no stabilization)")
-    ap.add_argument("--rounds", type=int, default=5,
+    ap.add_argument("--rounds", type=_positive_int, default=5,
                     help="rounds per instance, each one solve per side (default 5)")
     ap.add_argument("--truth-worker", action="store_true", help=argparse.SUPPRESS)
     add_arguments(ap, "instances")

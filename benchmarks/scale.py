@@ -292,6 +292,11 @@ def main(argv=None) -> int:
     p.add_argument("--calibrate", action="store_true", help="print the operator cost model against measured times")
     add_arguments(p, "sizes")
     args = p.parse_args(argv)
+    if args.peers and args.dask:
+        # a peer runs in a forked child (its memory and time are capped there); dask's workers are
+        # daemon processes, which may not start children
+        p.error("--peers cannot run on --dask workers (daemon processes cannot start the peer's capped "
+                "child process); use --jobs N on one machine")
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):

@@ -155,15 +155,15 @@ def dask_client(address: str, n_jobs: Optional[int] = None):
         raise ValueError("--dask needs dask.distributed, which is not installed; "
                          "install it with: pip install 'cvxmetric[distributed]' (or 'dask[distributed]')") from None
     with contextlib.ExitStack() as stack:
-        if address == "local":
-            n_workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else n_jobs
-            cluster = stack.enter_context(LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                                       processes=True, dashboard_address=None))
-            address = cluster.scheduler_address
         try:
+            if address == "local":
+                n_workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else n_jobs
+                cluster = stack.enter_context(LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                                           processes=True, dashboard_address=None))
+                address = cluster.scheduler_address
             client = stack.enter_context(Client(address, timeout="20s"))
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise ValueError(f"--dask {address!r}: cannot connect to a dask scheduler ({exc}); start one with "
+        except (OSError, TimeoutError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"--dask {address!r}: cannot start or connect to a dask scheduler ({exc}); start one with "
                              f"'dask scheduler' and pass its tcp://host:8786 address, or use --dask local") from None
         yield client
 

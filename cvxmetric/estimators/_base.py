@@ -158,7 +158,12 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         if self.solver_ == EXACT:   # the certified ground truth; Fantope's reference MM is held as the fast MM
             held = held["mm"] if inst.method == "fantope" else Thresholds(GAP_FIRST_ORDER, None)
         else:
-            held = held[self.solver_]
+            # the thresholds of the variant that ran: a result "<method>-<key>" (e.g. qwise-pdhg-ws,
+            # which solver="pdhg" runs on large problems) has its own entry where the harness has one
+            variant = self.result_.solver.removeprefix(f"{inst.method}-")
+            held = held.get(variant, held.get(self.solver_))
+        if held is None:   # the method module did not load: verify_result reports why (a failed row)
+            held = Thresholds(GAP_FIRST_ORDER, None)
         gap = held.gap_tol if gap_tol is None else float(gap_tol)
         kkt = held.kkt_tol if kkt_tol is None else float(kkt_tol)
         return verify_result(inst.method, inst, self.result_, solver=self.result_.solver, gap_tol=gap, kkt_tol=kkt)

@@ -91,11 +91,12 @@ def _extra_checks(form, inst, res, truth):
         z = np.concatenate([G @ w[s] - h for G, h, s in zip(form.info["G"], form.info["h"], form.info["blocks"])])
         lower = direction_dual_bounds(form, 2.0 * z)
         out["direction_truth_gap_max"] = (max(relative_gap(u, lo) for u, lo in zip(upper, lower)), ORML_TRUTH_RTOL)
-        out["direction_gap_max"] = (max(relative_difference(f, lo) for f, lo in zip(fast, lower)), GAP_ORML)
+        out["direction_gap_max"] = (max(relative_difference(f, lo) for f, lo in zip(fast, lower)),
+                                   TOLERANCES["pursuit"].gap_tol)
         out["direction_argmin_max"] = (max(float(np.linalg.norm(res.w[s] - w[s]) / np.linalg.norm(w[s]))
                                            for s in form.info["blocks"]), ORML_ARGMIN_RTOL)
     else:
-        out["direction_gap_max"] = (None, GAP_ORML)
+        out["direction_gap_max"] = (None, TOLERANCES["pursuit"].gap_tol)
     out["orthogonality"] = (_pairwise_cos(res.info["U"]), ORML_ORTHOGONALITY_TOL)
     sim, dis = check_ideal_output(model.Y, model.sample_pairs, model.relevant)
     out["eq16_similar"] = (sim, 0.0)
