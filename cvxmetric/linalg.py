@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from ._checks import as_square_symmetric, check_bool
+from ._checks import as_square_symmetric, check_bool, check_int_in_range
 from .tolerances import RANK_RTOL
 
 __all__ = ["power_of_two", 
@@ -94,6 +94,8 @@ def positive_eigenpairs(S: np.ndarray, *, partial: bool | None = None, rank_hint
     from scipy.linalg import eigh
 
     d = S.shape[0]
+    if rank_hint is not None:
+        rank_hint = check_int_in_range(rank_hint, "rank_hint", 0, d)
     if partial is None:
         partial = d >= PARTIAL_EIGH_MIN_D and (rank_hint is None or rank_hint <= PARTIAL_EIGH_MAX_FRACTION * d)
     if partial:

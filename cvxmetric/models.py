@@ -251,8 +251,9 @@ class HingeModel:
         r"""``(U, R_U, L_inv)`` of the certificate (:meth:`dual_bound`, Notes): an orthonormal basis
         ``U`` (d, r) of the data span (None when the whole space is used), :math:`R_U = U^\top R U`,
         and the inverse Cholesky factor of :math:`R_U` when it is positive definite (to
-        ``PD_RTOL``; else None). Depends on X and R only."""
-        return self._basis()
+        ``PD_RTOL``; else None). Depends on X and R only. Copies: the cached arrays behind every
+        later bound of this model stay untouched."""
+        return tuple(None if a is None else np.array(a) for a in self._basis())
 
     @staticmethod
     def _restrict(U: Optional[np.ndarray], S: np.ndarray) -> np.ndarray:
@@ -368,8 +369,14 @@ class HingeModel:
         ``dual_eigvals``, when the caller has them: ``numpy.linalg.eigvalsh`` of the full-space
         dual matrix ``sym(R) + sym(Ky)`` (``sym(A) = (A + A.T) / 2``, formed in that order), which
         replace the eigendecomposition of the bound where it works on the whole space (q > 0, or
-        q = 0 with ``U = I``); ignored elsewhere.
+        q = 0 with ``U = I``); ignored elsewhere. They are trusted (the bound is only as valid as
+        they are); only their shape is checked.
         """
+        if dual_eigvals is not None:
+            dual_eigvals = np.asarray(dual_eigvals, dtype=np.float64)
+            if dual_eigvals.shape != (self.d,):
+                raise ValueError(f"dual_eigvals must be the {self.d} eigenvalues of the dual matrix; "
+                                 f"got shape {dual_eigvals.shape}")
         y = np.asarray(y, dtype=np.float64)
         if y.shape != (self.m,) or not np.all(np.isfinite(y)):
             raise ValueError(f"y must be a finite array of shape ({self.m},); got shape {y.shape}")

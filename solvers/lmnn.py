@@ -234,6 +234,9 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
             res = solve_working_set(pool, M0, solver_name="lmnn-pdhg", **options)
             res.info["whitened"] = False
         else:
+            user_callback = options.get("callback")
+            if user_callback is not None:   # the caller sees M in its own coordinates
+                options["callback"] = lambda r, Mw, f: user_callback(r, wh.from_white(Mw), f)
             res = _unwhiten(solve_working_set(pool, wh.to_white(M0), solver_name="lmnn-pdhg", **options), wh, pull)
     else:
         if impostors == "materialised":

@@ -325,9 +325,15 @@ class PDHGState:
         cycle) and the repair bookkeeping; the step-weighted average and the restart point's
         multipliers row by row (``rows[i]``: the row of ``self.model`` that row i of ``model`` was,
         -1 for a new row, whose multipliers start at 0), the average's products recomputed on
-        ``model``. Reset: the best point and bound, which belong to the old model's objective.
+        ``model``. Reset: the best point and bound, which belong to the old model's objective. A
+        constant step (``adaptive_step=False``) is recomputed as 0.99/||K'|| of the new model.
         """
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = np.asarray(rows)
+        if rows.shape != (model.m,) or not np.issubdtype(rows.dtype, np.integer) \
+                or np.any(rows < -1) or np.any(rows >= self.model.m):
+            raise ValueError(f"rows must be {model.m} integers in [-1, {self.model.m}) (the old row of each new "
+                             f"row, -1 for a new one); got shape {rows.shape}, dtype {rows.dtype}")
+        rows = rows.astype(np.int64, copy=False)
         new = PDHGState(model, M, y, eta=self.eta, omega=self.omega, adaptive_step=self.adaptive_step,
                         t_start=self.t_start, err_last=self.err_last)
         hit = rows >= 0
@@ -345,7 +351,10 @@ class PDHGState:
             new.KM_sum, new.KTy_sum = new.op.apply(new.M_sum), new.op.adjoint(new.y_sum)
         new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost
         new.repair_time = self.repair_time
-        new.history, new.trace = self.history, self.trace
+        new.history, new.trace = list(self.history), list(self.trace)   # the old state's records stay its own
+        new.rank = self.rank        # the eigensolver's rank hint
+        if not self.adaptive_step:  # a constant step must stay below 1/||K'|| of the new model
+            new.eta = 0.99 / (estimate_operator_norm(new.op.apply, new.op.adjoint, model.d) or 1.0)
         return new
 
     def _reset_average(self) -> None:
@@ -555,10 +564,10 @@ class PDHGState:
         best_lb = self.best_lb
         certified = best_lb is not None and (robust or relative_gap(self.best_f, best_lb) <= certificate_tol)
         if certified:
-            M_out, y_out = self.best_M, self.cert_y
+            M_out, y_out = self.best_M.copy(), self.cert_y.copy()   # copies: the state may go on
             measure, measure_tol, measure_value = "certified_gap", certificate_tol, None
         else:   # no dual bound for this model: the relative KKT residual of the point it was measured at
-            M_out, y_out = last.M, last.y / s
+            M_out, y_out = last.M.copy(), last.y / s
             measure, measure_tol, measure_value = "kkt_residual", tol, kkt_value
         objective = model.value(M_out)
         lb_out = best_lb if certified else None

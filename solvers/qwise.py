@@ -26,7 +26,7 @@ __all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_M
 #: and thousands of constraints).
 QWISE_METHODS = {
     "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS),
-    "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS),
+    "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS | {"state"}),   # the facade builds the model
 }
 
 #: What ``method="pdhg", working_set=True`` reads (:data:`~cvxmetric.solvers.working_set.WORKING_SET_OPTIONS`).
@@ -78,7 +78,10 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         certificate is the full problem's, as strict as plain PDHG's. It pays when the operators'
         cost grows with the constraints and a fraction of them is near the margin at the optimum
         (many constraints on fewer points); ``"auto"`` uses it with ``method="pdhg"`` from
-        :data:`AUTO_WORKING_SET_MIN` constraints on (measured there; below, plain PDHG is as fast).
+        :data:`AUTO_WORKING_SET_MIN` constraints on (measured there; below, plain PDHG is as fast),
+        unless an option only plain PDHG reads is given (``y0``, ``warn``): then plain PDHG. The
+        result's ``solver`` says which ran; its ``callback`` is called per check (plain) or per
+        round (working set).
     **options
         Options of the chosen algorithm (``max_iter``, ``tol``, ``time_limit``, ``M0``, ...; PDHG
         also ``certificate_tol``, ``y0``, ...). An option the method does not read is a ValueError.
@@ -102,6 +105,8 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     and :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`.
     """
     ws = _use_working_set(working_set, method, constraints)
+    if ws and isinstance(working_set, str) and set(options) & (QWISE_METHODS["pdhg"] - WORKING_SET_OPTIONS):
+        ws = False   # "auto": the working set only where every given option applies to it
     ws_only = sorted(set(options) & (WORKING_SET_OPTIONS - QWISE_METHODS["pdhg"]))
     if ws_only and not ws:
         chose = (f" (working_set='auto' chose plain PDHG: fewer than {AUTO_WORKING_SET_MIN} constraints)"

@@ -161,3 +161,12 @@ def test_partial_projection_follows_the_rank_hint():
     A0 = A.copy()
     project_psd(A, partial=True)
     assert np.array_equal(A, A0)     # the input is never overwritten
+
+
+@pytest.mark.parametrize("hint", [-1, 2.5, True, "3", 11])
+def test_rank_hint_is_checked(hint):
+    """rank_hint is a number of eigenvalues in [0, d]; anything else names the argument."""
+    from cvxmetric.linalg import positive_eigenpairs
+
+    with pytest.raises((TypeError, ValueError), match="rank_hint"):
+        positive_eigenpairs(np.eye(10), rank_hint=hint)

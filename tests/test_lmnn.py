@@ -361,6 +361,16 @@ def test_pdhg_whitened_and_plain_agree(impostors):
     np.testing.assert_array_equal(a.info["model"].geometry.X, X)
 
 
+def test_whitened_callback_sees_the_original_coordinates():
+    """The rounds run whitened, on a data span smaller than d (a constant feature); the callback
+    still gets M in the caller's coordinates, like the result."""
+    X, y = _small(4, n_per=10, d=4)
+    X = np.column_stack([X, np.ones(len(X))])
+    seen = []
+    res = solve_lmnn(X, y, 2, method="pdhg", callback=lambda r, M, f: seen.append(M.shape))
+    assert res.info["whitened"] and seen and set(seen) == {(5, 5)} and res.M.shape == (5, 5)
+
+
 def test_whiten_must_be_a_bool():
     X, y = _small()
     with pytest.raises(TypeError, match="whiten"):

@@ -287,3 +287,68 @@ def test_auto_working_set_follows_the_constraint_threshold(monkeypatch):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
     with pytest.raises(ValueError, match="applies to method='pdhg' only"):
         solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
+
+
+def test_auto_runs_plain_pdhg_when_an_option_only_plain_pdhg_reads_is_given(monkeypatch):
+    """Above the threshold, "auto" would pick the working set; y0 / warn are read by plain PDHG only,
+    so "auto" then runs plain PDHG (the result's solver says which ran) instead of rejecting them."""
+    import cvxmetric.solvers.qwise as qw
+
+    inst = get_instance("qwise", "syn-d5")
+    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", 1)
+    y0 = np.zeros(len(inst.constraints))
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", y0=y0, **inst.params).solver == "qwise-pdhg"
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", warn=False, **inst.params).solver == "qwise-pdhg"
+    with pytest.raises(ValueError, match="y0"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, y0=y0, **inst.params)
+
+
+@pytest.mark.parametrize("call", ["qwise", "lmnn", "loop"])
+def test_a_pdhg_state_is_not_a_user_option(call):
+    """``state`` belongs to the working set's loop (and the facades build their models): every
+    facade rejects it with the option check's message, not a TypeError from inside."""
+    model = _small_qwise()
+    state = start_state(model)
+    inst = get_instance("qwise", "syn-d5")
+    with pytest.raises(ValueError, match="state"):
+        if call == "qwise":
+            solve_qwise(inst.X, inst.constraints, method="pdhg", state=state, **inst.params)
+        elif call == "lmnn":
+            X = np.random.default_rng(0).standard_normal((30, 3))
+            solve_lmnn(X, np.repeat([0, 1, 2], 10), n_neighbors=2, method="pdhg", state=state)
+        else:
+            solve_working_set(ModelPool(model), np.zeros((model.d, model.d)), state=state)
+
+
+def test_rebind_keeps_a_constant_step_valid_and_checks_rows():
+    """Without the adaptive rule the step must stay below 1/||K'|| of the model it runs on: rebind
+    onto a larger working set recomputes it. The rank hint carries; bad ``rows`` are a ValueError."""
+    from cvxmetric.solvers.pdhg import estimate_operator_norm
+
+    model = _small_qwise()
+    state = start_state(model.subset(np.arange(20)), adaptive_step=False)
+    pdhg(state.model, state=state, max_iter=16, warn=False)
+    rows = np.where(np.arange(model.m) < 20, np.arange(model.m), -1)
+    new = state.rebind(model, state.M, np.zeros(model.m), rows)
+    assert new.eta * estimate_operator_norm(new.op.apply, new.op.adjoint, model.d, n_iter=50) < 1.0
+    assert new.rank == state.rank
+    new.history.append(0.0)
+    assert len(new.history) == len(state.history) + 1   # the old state's record is its own
+    with pytest.raises(ValueError, match="rows must be"):
+        state.rebind(model, state.M, np.zeros(model.m), rows[:-1])
+    with pytest.raises(ValueError, match="rows must be"):
+        state.rebind(model, state.M, np.zeros(model.m), np.full(model.m, 20))
+
+
+def test_a_result_does_not_share_arrays_with_its_state():
+    """Editing a result in place leaves the state that may continue untouched."""
+    model = _small_qwise()
+    state = start_state(model)
+    res = pdhg(model, state=state, max_iter=32, warn=False)
+    assert not np.shares_memory(res.M, state.best_M) and not np.shares_memory(res.M, state.M)
+    if state.cert_y is not None:
+        assert not np.shares_memory(res.multipliers, state.cert_y)
+    U, R_U, L_inv = model.span_basis()
+    if R_U is not None:
+        R_U[...] = 0.0
+        assert np.any(model.span_basis()[1])   # the cached basis behind the bounds is intact
