@@ -436,7 +436,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         raise TypeError(f"pool must be a ConstraintPool; got {type(pool).__name__}")
     drop_after, round_iter, max_rounds, max_add, max_iter = _check_options(
         drop_after, round_iter, max_rounds, max_add, max_iter)
-    for name in ("M0", "y0", "warn"):
+    for name in ("M0", "y0", "warn", "state"):
         if name in pdhg_options:
             raise ValueError(f"{name} is set by the working-set loop; pass M0 to the solver, not to each PDHG round")
     M0 = as_square_symmetric(M0, "M0", d=pool.d, psd=True)
