@@ -259,23 +259,25 @@ BEFORE_STATE_OBJECT = {
 
 @pytest.mark.parametrize("case", BEFORE_STATE_OBJECT)
 def test_same_iterates_as_before_the_state_object(case, monkeypatch):
-    """With the repair at every check (as before), the same run: counters exactly, objective to
-    round-off (the shared-point operators and the factor products differ from the difference
-    vectors by round-off only). With the default repair schedule, the same iterates: only the
-    check at which the certificate stops the run may differ."""
+    """With the repair at every check and no polish (as before), the same run: counters exactly,
+    objective to round-off (the shared-point operators and the factor products differ from the
+    difference vectors by round-off only). With the default schedule and the polish, the same
+    iterates: only the check at which the certificate stops the run may differ."""
     import cvxmetric.solvers.pdhg as mod
 
     n_iter, n_restarts, rejected, objective = BEFORE_STATE_OBJECT[case]
     with monkeypatch.context() as mp:
         mp.setattr(mod, "REPAIR_DECAY", math.inf)
         mp.setattr(mod, "REPAIR_BUDGET", math.inf)
+        mp.setattr(mod, "POLISH_CERTIFICATE", False)
         res = pdhg(CASES[case][0](0))
     assert (res.n_iter, res.info["restarts"], res.info["rejected_steps"]) == (n_iter, n_restarts, rejected)
     assert abs(res.objective - objective) <= 1e-9 * abs(objective)
     default = pdhg(CASES[case][0](0))
     k = min(len(default.history), len(res.history))
     np.testing.assert_allclose(default.history[:k], res.history[:k], rtol=1e-12)
-    assert default.converged and abs(default.n_iter - res.n_iter) <= 2 * 16
+    # the polished certificate may stop it sooner, never much later
+    assert default.converged and default.n_iter <= res.n_iter + 2 * 16
 
 
 def test_state_object_driven_by_hand_reproduces_pdhg():

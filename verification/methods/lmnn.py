@@ -10,12 +10,16 @@ from cvxmetric.solvers.lmnn import solve_lmnn
 
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth
 from ..registry import FastSolver, MethodSpec, Thresholds
-from ..tolerances import GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER
+from ..tolerances import GAP_FIRST_ORDER
 
-#: The thresholds of LMNN's solvers (``solve_lmnn(method=...)``); the subgradient engine's
-#: fast-point KKT residual is reported, not checked (tolerances.KKT_FAST_FIRST_ORDER).
+#: The thresholds of LMNN's solvers (``solve_lmnn(method=...)``). Both stop on the certified gap of
+#: the full triplet set, so the fast-point KKT residual is reported, not checked
+#: (tolerances.KKT_FAST_FIRST_ORDER): PDHG's working set stops at its first point certified within
+#: certificate_tol, and with the complementarity polish of its certificate that comes before its
+#: residual test (iris-sub seed 0: 64 iterations, certified 6.7e-4, gap to the truth 5.5e-4, fast
+#: KKT residual 0.14), as for Qwise's working set (``qwise.TOLERANCES["pdhg-ws"]``).
 TOLERANCES = {"subgradient": Thresholds(GAP_FIRST_ORDER, None),
-              "pdhg": Thresholds(GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER)}
+              "pdhg": Thresholds(GAP_FIRST_ORDER, None)}
 
 
 def _params(inst) -> dict:
