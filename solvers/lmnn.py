@@ -12,8 +12,8 @@ The model is a :class:`~cvxmetric.models.HingeModel` (the "pull" linear term and
 * ``method="subgradient"``: :func:`cvxmetric.solvers.subgradient.projected_subgradient`. With
   ``impostors="search"`` (default) the triplet set is never materialised: the engine starts with
   no triplets and its constraint oracle (:func:`cvxmetric.lmnn.impostor_oracle`) adds every
-  triplet violated at the current metric at each full re-check (``info["certified"]``: a search
-  at the returned M finds no violated triplet outside the working set).
+  triplet violated at the current metric at each full re-check; the returned objective and
+  ``info["model"]`` come from a search at the returned M (every triplet violated there).
   ``impostors="materialised"`` runs the engine on the full triplet set (small data).
 * ``method="pdhg"``: :func:`cvxmetric.solvers.working_set.solve_working_set`, restarted PDHG on a
   working set of triplets with full passes that add the triplets near or past the margin, drop
@@ -32,12 +32,13 @@ matrix's conditioning; for the subgradient engine (the same thesis algorithm, ru
 data) it is what makes the certificate close: the ergodic multipliers are dual infeasible by
 :math:`O(1/\sqrt T)` in Frobenius norm, and in the original coordinates that residual is large
 next to the pull matrix's small eigenvalues, so the dual bound's repair costs most of the bound.
-Measured on digits (tol 1e-2, one BLAS thread, ``step_scale`` 0.05, separate runs on one quiet
-machine): unwhitened, after 3,100 iterations (14.8 s) the best objective is 1479.7 but the bound only
-1349.9 (the ergodic multipliers' :math:`\lambda_{\min}(L^{-1} S_U L^{-\top}) = -1.2`: they bend
-:math:`R + K^*y` negative by 120 % of R); whitened, certified at 1,300 iterations (4.6 s),
-objective 1461.4, bound 1446.9 (:math:`\lambda_{\min} = -0.04`). With the engine's default
-``step_scale`` whitened: 150 iterations, 1.2 s.
+Measured on digits (``python -m benchmarks.lmnn_subgradient_whitening``: tol 1e-2, one BLAS
+thread, one run): unwhitened, after 3,000 iterations (13 s) the best objective is 1479.8 but the
+bound only 1349.9: the multipliers' :math:`\delta^\top \bar y` is 1488.8, yet they bend
+:math:`R + K^*\bar y` negative by 120 % of R (:math:`\lambda_{\min}(L^{-1} U^\top (R + K^*\bar y) U
+L^{-\top}) = -1.2`); the default ``step_scale`` does not change the picture (1472.8, bound 1380.1,
+-0.65). Whitened, at the same step rule: certified at 1,300 iterations (4.4 s), objective 1461.4,
+bound 1446.9 (-0.024); at the default step rule, 150 iterations (1.5 s).
 """
 from __future__ import annotations
 
@@ -225,7 +226,7 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         matrix is singular on the data span). M, ``info["model"]``, ``info["certificate_model"]``
         and the callback's M are in the original coordinates. Measured on digits (tol 1e-2, one
         run each): PDHG 80 iterations instead of 1,712; the subgradient engine certifies in 150
-        iterations (1.2 s) where unwhitened it does not within 50,000 (module docstring).
+        iterations where unwhitened it does not within 50,000 (module docstring).
     **options
         ``method="subgradient"``: passed to :func:`cvxmetric.solvers.subgradient.projected_subgradient`
         (``max_iter``, ``tol``, ``recheck_every``, ``callback``, ...). ``method="pdhg"``: passed to
@@ -241,7 +242,8 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     SolverResult
         ``method="subgradient"``: ``solver == "lmnn-subgradient"``; ``info`` holds the engine's
         entries plus ``n_triplets`` (size of the full triplet set), ``impostors`` and, in search
-        mode, ``working_set_size``, ``certified`` and ``model`` (the grown model), and
+        mode, ``working_set_size``, ``model`` (the pull model plus the triplets violated at M),
+        ``oracle_calls``, ``max_working_set`` and ``violated_at_solution``, and
         ``whitened`` (whether the engine ran whitened).
         ``method="pdhg"``: ``solver == "lmnn-pdhg"``, ``objective`` over *all* triplets, the
         certificate of the full problem (``lower_bound``, ``certified_gap``, ``measure ==
