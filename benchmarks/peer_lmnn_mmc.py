@@ -4,9 +4,9 @@ Run from the repository root (metric-learn lives in its own venv, see ``benchmar
 
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc    # everything (digits LMNN: ~2 min)
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.peer_lmnn_mmc --methods mmc --datasets iris wine
-    ... --lmnn-tols 1e-2                                          # also the projected subgradient row
+    ... --lmnn-tols 1e-2 1e-3                                     # projected subgradient, one row per tol
     ... --lmnn-pdhg-tols 1e-2 1e-3                                # PDHG on a working set, one row per tol
-    ... --lmnn-no-whiten                                          # PDHG rows without PullWhitening
+    ... --lmnn-no-whiten                                          # both LMNN methods without PullWhitening
     ... --jobs 2                                                  # 2 (method, data set) sections at once
 
 Single-threaded BLAS for both libraries (the variable reaches metric-learn's subprocess): on
@@ -65,19 +65,24 @@ TEST_SIZE = 0.3
 KNN = 3
 LMNN_N_NEIGHBORS = 3
 LMNN_REGULARIZATION = 0.5
-#: Our LMNN's projected subgradient settings (rows only with ``--lmnn-tols``): a first step of 5 %
-#: of ||M|| (the default 25 % collapses the identity start in its first steps on digits, where
-#: ~200,000 impostor triplets appear). Off by default: with the certified engine's stopping rule it
-#: does not stop within 50,000 iterations on digits at tol 1e-2 (616 s in a loaded run, objective
-#: 1472.35); ``method="pdhg"`` is the certified LMNN solver.
-LMNN_OPTIONS = {"step_scale": 0.05, "max_iter": 50_000}
-LMNN_TOLS: list[float] = []
+#: Our LMNN's projected subgradient settings (``method="subgradient"``, whitened by
+#: :class:`cvxmetric.solvers.lmnn.PullWhitening` unless ``--lmnn-no-whiten``): the engine's own
+#: step rule. Whitened it certifies digits at tol 1e-2 in ~150 iterations.
+LMNN_OPTIONS = {"max_iter": 50_000}
+#: Unwhitened (``--lmnn-no-whiten``) the subgradient rows take a first step of 5 % of ||M|| (the
+#: default 25 % collapses the identity start in its first steps on digits, where ~200,000 impostor
+#: triplets appear). Unwhitened they do not certify digits at tol 1e-2 within 50,000 iterations
+#: (616 s in a loaded run, objective 1472.35): the ergodic multipliers' dual residual is large next
+#: to the pull matrix's small eigenvalues (see :mod:`cvxmetric.solvers.lmnn`).
+LMNN_PLAIN_OPTIONS = {"step_scale": 0.05}
+#: The certified relative gap of each projected subgradient row (``tol``), one row each.
+LMNN_TOLS: list[float] = [1e-2]
 #: ``method="pdhg"`` (PDHG on a working set, certified on the full triplet set) rows: the
 #: certified relative gap each row is held to (``tol`` and ``certificate_tol``), one row each.
 LMNN_PDHG_TOLS = [1e-2]
-#: ``method="pdhg"`` runs whitened (:class:`cvxmetric.solvers.lmnn.PullWhitening`) unless
+#: Both LMNN methods run whitened (:class:`cvxmetric.solvers.lmnn.PullWhitening`) unless
 #: ``--lmnn-no-whiten``.
-LMNN_PDHG_WHITEN = [True]
+LMNN_WHITEN = [True]
 #: (similar, dissimilar) pairs drawn from the training labels for MMC. Digits needs 2,000 similar
 #: pairs: with 1,000 some rarely-inked pixel varies in a dissimilar pair but in no similar pair,
 #: and MMC is degenerate (objective 0 along that pixel; MMCModel raises).
@@ -175,9 +180,14 @@ def lmnn_rows(data: Split) -> list[dict]:
                      "ratio": peer["time"] / t_ours, "objective": search.objective(res.M, LMNN_REGULARIZATION), "note": note,
                      "knn_err": knn_error(data, res.M)})
 
+    whiten = LMNN_WHITEN[0]
     for tol in LMNN_TOLS:
-        run("cvxmetric", f"tol {tol:g}", lambda r: f"{r.n_iter} it, max WS {r.info['max_working_set']}", 10,
-            tol=tol, **LMNN_OPTIONS)
+        run("cvxmetric-subgradient", f"subgradient tol {tol:g}",
+            lambda r: (f"{r.n_iter} it, {r.info['epochs']} epochs, max WS {r.info['max_working_set']}, lower bound "
+                       + ("none" if r.lower_bound is None else f"{r.lower_bound:.6g}")
+                       + ("" if r.certified_gap is None else f", certified gap {r.certified_gap:.2g}")
+                       + f", {r.status}" + (", whitened" if r.info["whitened"] else "")),
+            10, tol=tol, whiten=whiten, **LMNN_OPTIONS, **({} if whiten else LMNN_PLAIN_OPTIONS))
     for tol in LMNN_PDHG_TOLS:
         run("cvxmetric-pdhg", f"pdhg tol {tol:g}",
             lambda r: (f"{r.info['rounds']} rounds, {r.n_iter} PDHG it, WS {r.info['working_set_size']} "
@@ -186,7 +196,7 @@ def lmnn_rows(data: Split) -> list[dict]:
                        + ("none" if r.lower_bound is None else f"{r.lower_bound:.6g}")
                        + ("" if r.certified_gap is None else f", certified gap {r.certified_gap:.2g}")
                        + f", {r.status}" + (", whitened" if r.info["whitened"] else "")),
-            1, method="pdhg", tol=tol, certificate_tol=tol, whiten=LMNN_PDHG_WHITEN[0])
+            1, method="pdhg", tol=tol, certificate_tol=tol, whiten=whiten)
     return [
         {"method": "lmnn", "data": data.name, "solver": "euclidean", "fit_s": None, "ratio": None,
          "objective": search.objective(np.eye(data.Xtr.shape[1]), LMNN_REGULARIZATION), "note": "M = I",
@@ -246,7 +256,7 @@ def section_rows(task) -> list[dict]:
     method, name, lmnn_tols, lmnn_pdhg_tols, whiten = task
     LMNN_TOLS[:] = lmnn_tols
     LMNN_PDHG_TOLS[:] = lmnn_pdhg_tols
-    LMNN_PDHG_WHITEN[:] = [whiten]
+    LMNN_WHITEN[:] = [whiten]
     return SECTIONS[method](load_split(name))
 
 
@@ -255,21 +265,21 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     p.add_argument("--lmnn-tols", nargs="*", type=float, default=list(LMNN_TOLS),
-                   help="tolerances of our projected subgradient LMNN runs (one row each; default none)")
+                   help="tolerances of our projected subgradient LMNN runs (one row each)")
     p.add_argument("--lmnn-pdhg-tols", nargs="*", type=float, default=list(LMNN_PDHG_TOLS),
                    help="PDHG tolerances of our constraint-generation LMNN runs (one row each)")
     p.add_argument("--lmnn-no-whiten", action="store_true",
-                   help="run the PDHG rows in the original coordinates (whiten=False)")
+                   help="run both LMNN methods in the original coordinates (whiten=False)")
     add_arguments(p, "(method, data set) sections")
     args = p.parse_args(argv)
     LMNN_TOLS[:] = args.lmnn_tols
-    LMNN_PDHG_WHITEN[:] = [not args.lmnn_no_whiten]
+    LMNN_WHITEN[:] = [not args.lmnn_no_whiten]
     LMNN_PDHG_TOLS[:] = args.lmnn_pdhg_tols
     if not peer_available():
         print("metric-learn's venv is missing; see benchmarks/peer.py for the set-up")
         return 2
     rows = []
-    tasks = [(method, name, tuple(LMNN_TOLS), tuple(LMNN_PDHG_TOLS), LMNN_PDHG_WHITEN[0])
+    tasks = [(method, name, tuple(LMNN_TOLS), tuple(LMNN_PDHG_TOLS), LMNN_WHITEN[0])
              for method in args.methods for name in args.datasets]
     with threadpool_limits(1):   # one BLAS thread here; the peer's subprocess inherits OPENBLAS_NUM_THREADS
         for new in map_rows(section_rows, tasks, args, label=lambda task: f"{task[0]} on {task[1]}"):

@@ -261,10 +261,11 @@ def test_search_factor_shape_checked():
         ImpostorSearch(X, y, 2).violated_codes(np.eye(4))
 
 
-def test_psd_projection_of_result():
+@pytest.mark.parametrize("whiten", [True, False])
+def test_psd_projection_of_result(whiten):
     X, y = _small(1)
     with pytest.warns(ConvergenceWarning):
-        res = solve_lmnn(X, y, 2, max_iter=200, tol=1e-2)
+        res = solve_lmnn(X, y, 2, max_iter=10, tol=1e-2, whiten=whiten)
     np.testing.assert_allclose(project_psd(res.M), res.M, atol=1e-12)
 
 
@@ -337,44 +338,86 @@ def test_pull_whitening_is_the_same_program():
         assert np.linalg.eigvalsh(wh.from_white(Mw))[0] >= -1e-10 * np.linalg.norm(Mw)
 
 
-def test_pull_whitening_needs_a_definite_pull_term():
+@pytest.mark.parametrize("method", ["subgradient", "pdhg"])
+def test_pull_whitening_needs_a_definite_pull_term(method):
     """A feature that varies only between classes (in no target pair): no whitening."""
     X, y = _small(0)
     X = np.column_stack([X, y.astype(float)])
     assert PullWhitening.of(lmnn_pull_model(X, ImpostorSearch(X, y, 2).target_pairs, 0.5)) is None
-    res = solve_lmnn(X, y, 2, method="pdhg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # only the coordinates are asserted
+        res = solve_lmnn(X, y, 2, method=method, max_iter=50)
     assert res.info["whitened"] is False
 
 
+@pytest.mark.parametrize("method", ["subgradient", "pdhg"])
 @pytest.mark.parametrize("impostors", ["search", "materialised"])
-def test_pdhg_whitened_and_plain_agree(impostors):
-    """The whitened loop and the plain one solve the same program: each objective lies within the
-    other's certified interval, and the whitened result is scored in the original coordinates."""
+def test_whitened_and_plain_agree(method, impostors):
+    """The whitened run and the plain one solve the same program: both are certified, each
+    objective lies within the other's certified interval, and the whitened result (M, its models)
+    is in the original coordinates, scored there."""
     X, y = _small(4, n_per=10, d=4)
     form = build_lmnn(X, y, n_neighbors=2)
-    a = solve_lmnn(X, y, 2, method="pdhg", impostors=impostors)
-    b = solve_lmnn(X, y, 2, method="pdhg", impostors=impostors, whiten=False)
+    a = solve_lmnn(X, y, 2, method=method, impostors=impostors)
+    b = solve_lmnn(X, y, 2, method=method, impostors=impostors, whiten=False)
     assert a.info["whitened"] and not b.info["whitened"]
     assert a.converged and b.converged
+    assert a.measure == b.measure == "certified_gap"
     assert a.objective == pytest.approx(form.value_at(a.M), rel=VALUE_AT_RTOL)
     assert a.lower_bound <= b.objective * (1 + 1e-9) and b.lower_bound <= a.objective * (1 + 1e-9)
-    np.testing.assert_array_equal(a.info["model"].geometry.X, X)
+    for key in ("model", "certificate_model"):
+        if key in a.info:
+            np.testing.assert_array_equal(a.info[key].geometry.X, X)
+    if impostors == "search":   # the returned working set holds every triplet violated at M
+        viol = form.model.constraints.idx[form.model.margins(a.M) > 0]
+        assert {tuple(r) for r in viol} <= {tuple(r) for r in a.info["model"].constraints.idx}
 
 
-def test_whitened_callback_sees_the_original_coordinates():
-    """The rounds run whitened, on a data span smaller than d (a constant feature); the callback
-    still gets M in the caller's coordinates, like the result."""
+def test_whitened_subgradient_is_the_unwhitened_engine_in_new_coordinates():
+    """With M0 = W W^T (the whitened identity) the whitened subgradient run is the plain engine run
+    on the whitened data from the identity, mapped back: the same iterates and objectives."""
+    X, y = _small(3, n_per=8, d=3)
+    tg = ImpostorSearch(X, y, 2).target_pairs
+    wh = PullWhitening.of(lmnn_pull_model(X, tg, 0.5))
+    full = lmnn_model(X, y, 2)
+    white = lmnn_pull_model(wh.data(X), tg, 0.5, full.constraints)
+    seen = []
+    res = solve_lmnn(X, y, 2, impostors="materialised", M0=wh.W @ wh.W.T, max_iter=300,
+                     callback=lambda it, M, f: seen.append((M, f)), warn=False)
+    ref = projected_subgradient(white, M0=np.eye(3), max_iter=300, warn=False)
+    assert res.n_iter == ref.n_iter
+    np.testing.assert_allclose(res.history, ref.history, rtol=1e-9)
+    np.testing.assert_allclose(res.M, wh.from_white(ref.M), atol=1e-9 * np.linalg.norm(res.M))
+    assert res.lower_bound == pytest.approx(ref.lower_bound, rel=1e-9)
+    for M, f in seen[::25]:   # the callback sees M in the original coordinates, scored there
+        assert M.shape == (3, 3) and f == pytest.approx(full.value(M), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["subgradient", "pdhg"])
+def test_whitened_callback_sees_the_original_coordinates(method):
+    """The run is whitened, on a data span smaller than d (a constant feature); the callback
+    still gets M in the caller's coordinates, like the result, and its objective is the original
+    program's value there."""
     X, y = _small(4, n_per=10, d=4)
     X = np.column_stack([X, np.ones(len(X))])
+    full = lmnn_model(X, y, 2)
     seen = []
-    res = solve_lmnn(X, y, 2, method="pdhg", callback=lambda r, M, f: seen.append(M.shape))
-    assert res.info["whitened"] and seen and set(seen) == {(5, 5)} and res.M.shape == (5, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # only the coordinates are asserted
+        res = solve_lmnn(X, y, 2, method=method, impostors="materialised", max_iter=200,
+                         callback=lambda r, M, f: seen.append((M, f)))
+    assert res.info["whitened"] and seen and res.M.shape == (5, 5)
+    assert {M.shape for M, _ in seen} == {(5, 5)}
+    for M, f in seen[::10]:
+        assert f == pytest.approx(full.value(M), rel=1e-9)
 
 
 def test_whiten_must_be_a_bool():
     X, y = _small()
     with pytest.raises(TypeError, match="whiten"):
         solve_lmnn(X, y, 2, method="pdhg", whiten="yes")
+    with pytest.raises(TypeError, match="whiten"):
+        solve_lmnn(X, y, 2, whiten=1)
 
 
 def test_search_targets_given_and_checked():
@@ -390,7 +433,7 @@ def test_search_targets_given_and_checked():
 
 @pytest.mark.parametrize("kw, match", [
     ({"method": "newton"}, "method must be one of"),
-    ({"whiten": False}, "whiten"),
+    ({"ws_slack": 0.1}, "ws_slack"),
     ({"method": "pdhg", "ws_slack": -1.0}, "ws_slack"),
     ({"method": "pdhg", "max_rounds": 0}, "max_rounds"),
     ({"method": "pdhg", "round_iter": 0}, "round_iter"),
