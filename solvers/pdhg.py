@@ -70,14 +70,19 @@ weights by a constant, or the data by a scalar where the model is invariant, cha
 * certified gap :func:`cvxmetric.certificates.relative_gap` of the best objective and the best
   lower bound :meth:`cvxmetric.models.HingeModel.dual_bound` (q > 0: closed form; q = 0: on the span
   of the data's difference vectors, theta repair or trace bound from the best objective; see
-  there), over all scored points. The targeted repair of that bound runs at a check only when the
-  candidate improved (``REPAIR_DECAY``) or the residual test holds.
+  there), over all scored points. At a check where the candidate improved (``REPAIR_DECAY``) or the
+  residual test holds, the candidate's multiplier is first made complementary to its point
+  (:meth:`~cvxmetric.models.HingeModel.complementary_multipliers`, q = 0: the least change of the
+  multipliers nearest their margin that solves :math:`S V = 0` on the range V of M, in the box),
+  which near a solution makes S exactly PSD, so the bound is :math:`\delta^\top y` within the
+  primal error of p*; the targeted repair runs where that does not apply or left S indefinite.
 
 **Stopping rule and verdict.** The iteration stops when the certified gap is at most ``tol``, or
 when the relative dual residual and restart error are at most ``tol`` and the certified gap is at
 most ``certificate_tol`` (the certificate repairs the dual feasibility of an approximate
-multiplier, so it lags the true gap: on syn-d50-m10000 the residual test holds at a true gap of
-~3e-6 while the certificate still reads ~2e-3). The result's measure is the certified gap, held
+multiplier, so it can lag the true gap: on syn-d50-m10000, with the repair alone, the residual
+test held at a true gap of ~3e-6 while the certificate still read ~2e-3; the complementarity
+polish closes most of that lag, and the stop then waits for the objective). The result's measure is the certified gap, held
 to ``certificate_tol``, wherever the model always has a bound (q > 0, R positive definite on the
 data span, or a trace bound: ``HingeModel.has_certificate``) or a bound within ``certificate_tol``
 was found; otherwise (q = 0, R singular on the data span, and no repaired multiplier exactly dual
@@ -320,6 +325,7 @@ class PDHGState:
         self.err_at_repair = math.inf
         self.n_repairs = self.n_polishes = 0
         self.repair_cost = self._repair_estimate = self.repair_time = 0.0
+        self._polish_estimate, self._repair_allowed = None, True
         self.last = None
         self.history: list[float] = []
         self.trace: list[tuple] = []
@@ -457,23 +463,29 @@ class PDHGState:
         return self.M_sum / w, self.y_sum / w, self.KM_sum / w, self.KTy_sum / w
 
     def repair_due(self, cand: _Score, tol: float) -> bool:
-        """Whether this check runs the targeted repair of the certificate: the residual test holds
-        (then the stop waits for the certificate), or the candidate's relative restart error fell
-        by ``REPAIR_DECAY`` since the last repair and the repairs stay within ``REPAIR_BUDGET``."""
+        """Whether this check improves the certificate (the polish, or the targeted repair): the
+        residual test holds (then the stop waits for the certificate), or the candidate's relative
+        restart error fell by ``REPAIR_DECAY`` since the last one and the modelled cost stays within
+        ``REPAIR_BUDGET``. Sets ``_repair_allowed``: whether the (dearer) repair may follow a polish
+        that failed."""
         geom = self.model.geometry
         # modelled cost (cvxmetric.hinge cost model, so the schedule is the same in every run): a
         # repair step is two passes of values_rank_one over the negative directions and the support
         # of y, and one K*; an iteration one K and one K*
         support = int(np.count_nonzero(cand.y))    # the repair runs over the support of y, twice a step
         polish = self.model.polish_cost(self.rank) if POLISH_CERTIFICATE and self.rank is not None else None
-        self._repair_estimate = (polish + geom.product_cost("Kt") if polish is not None else
-                                 REPAIR_STEPS * (2.0 * geom.rank_one_cost(max(cand.n_neg, 1), n_rows=support)
-                                                 + geom.product_cost("Kt")))
+        self._polish_estimate = None if polish is None else polish + geom.product_cost("Kt")
+        self._repair_estimate = REPAIR_STEPS * (2.0 * geom.rank_one_cost(max(cand.n_neg, 1), n_rows=support)
+                                                + geom.product_cost("Kt"))
         if max(cand.rel_dual, cand.rel_err) <= tol:
+            self._repair_allowed = True
             return True
-        iteration = geom.product_cost("K") + geom.product_cost("Kt")
-        within = self.repair_cost + self._repair_estimate <= REPAIR_BUDGET * self.n_iter * iteration
-        return within and cand.rel_err <= REPAIR_DECAY * self.err_at_repair
+        budget = REPAIR_BUDGET * self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
+        decayed = cand.rel_err <= REPAIR_DECAY * self.err_at_repair
+        polish = self._polish_estimate
+        self._repair_allowed = self.repair_cost + (polish or 0.0) + self._repair_estimate <= budget
+        planned = self._repair_estimate if polish is None else polish
+        return decayed and self.repair_cost + planned <= budget
 
     def certify(self, points, tol: float, repair: bool = True) -> Optional[float]:
         """Bounds of the scored ``points`` ((K* y', y', score) each); the targeted repair, when
@@ -490,16 +502,11 @@ class PDHGState:
         if repair and relative_gap(self.best_f, lb) > tol:
             KTy_, y_, sc = min(points, key=lambda p: p[2].err)
             self.err_at_repair = sc.rel_err
-            self.n_repairs += 1
-            self.repair_cost += self._repair_estimate
             t0 = time.perf_counter()
-            # the complementarity polish where it applies (its multiplier is repaired only if the
-            # polish left S indefinite), else the targeted repair of the candidate's multiplier
-            yp = model.complementary_multipliers(sc.M, y_ / s, Ky=KTy_) if POLISH_CERTIFICATE else None
-            if yp is not None:
-                self.n_polishes += 1
-                b, yb = model.certify(yp, upper=self.best_f)
-            else:
+            b, yb = self._polished_bound(sc, y_ / s, KTy_, tol)
+            if b is None and self._repair_allowed:   # no polish, or it failed: the targeted repair
+                self.n_repairs += 1
+                self.repair_cost += self._repair_estimate
                 b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_,
                                       dual_eigvals=sc.lamS if self.q == 0 else None)
             self.repair_time += time.perf_counter() - t0
@@ -508,6 +515,25 @@ class PDHGState:
         if lb is not None and (self.best_lb is None or lb > self.best_lb):
             self.best_lb, self.cert_y = lb, lb_y
         return lb
+
+    def _polished_bound(self, sc: _Score, y: np.ndarray, KTy: np.ndarray, tol: float) -> tuple:
+        """The bound of the candidate's multiplier made complementary to its point, without the
+        repair: ``(bound, multiplier)``, or ``(None, None)`` where the polish does not apply
+        (:meth:`HingeModel.complementary_multipliers`) or failed, i.e. left the dual matrix so
+        indefinite that the bound's trace penalty exceeds ``tol`` of it (far from a solution, or
+        more constraints near their margin than the free set holds)."""
+        if self._polish_estimate is None:
+            return None, None
+        self.repair_cost += self._polish_estimate
+        yp = self.model.complementary_multipliers(sc.M, y, Ky=KTy)
+        if yp is None:
+            return None, None
+        self.n_polishes += 1
+        b, yb = self.model.certify(yp, upper=self.best_f, repair_steps=0)
+        dy = float(np.asarray(self.model.constraints.delta) @ yb)
+        if b is None or relative_gap(dy, b) > tol:
+            return None, None
+        return b, yb
 
     def check(self, tol: float, callback=None) -> tuple:
         """Score the current iterate and the average, keep the best point and bound; returns the
