@@ -494,31 +494,32 @@ class HingeModel:
         return y, float(delta @ y), KTy
 
     # ------------------------------------------------------------------ complementarity polish
-    def _polish_size(self, rank: int) -> tuple[int, int]:
+    def _polish_size(self, rank: int, free_factor: float) -> tuple[int, int]:
         """(equations, free multipliers) of the polish at a point of this rank (span dimension k:
         r(r+1)/2 + r(k - r) equations); (0, 0) when it does not apply (q > 0, rank 0 or full,
-        or fewer than ``POLISH_FREE_FACTOR`` constraints per equation)."""
+        or fewer than ``free_factor`` constraints per equation)."""
         U = self._basis()[0]
         k = self.d if U is None else U.shape[1]
         r = min(int(rank), k)
         if self.q > 0 or r <= 0 or r >= k:
             return 0, 0
         n_eq = r * (r + 1) // 2 + r * (k - r)
-        n_free = int(math.ceil(POLISH_FREE_FACTOR * n_eq))
+        n_free = int(math.ceil(free_factor * n_eq))
         return (n_eq, n_free) if n_free <= self.m else (0, 0)
 
-    def polish_cost(self, rank: int) -> Optional[float]:
+    def polish_cost(self, rank: int, free_factor: float = POLISH_FREE_FACTOR) -> Optional[float]:
         """Modelled seconds of :meth:`complementary_multipliers` at a point of this rank (the cost
         model of :mod:`cvxmetric.hinge`: the coordinates of the free constraints' difference vectors,
         the equations' Gram matrix and its downdates, and a Cholesky factor per round), or None when
         the polish does not apply."""
-        n_eq, n_free = self._polish_size(rank)
+        n_eq, n_free = self._polish_size(rank, free_factor)
         if not n_eq:
             return None
         return (COST_GEMM * 2 * n_free * self.d * self.d
                 + COST_DENSE * (n_free * n_eq * n_eq + POLISH_ROUNDS * n_eq ** 3 / 3.0))
 
-    def complementary_multipliers(self, M, y, *, Ky: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    def complementary_multipliers(self, M, y, *, Ky: Optional[np.ndarray] = None,
+                                  free_factor: float = POLISH_FREE_FACTOR) -> Optional[np.ndarray]:
         r"""Multipliers near ``y`` in complementarity with the PSD point ``M``: a candidate for
         :meth:`certify`, which judges it (this is a heuristic; a bound is only ever a certificate).
 
@@ -530,12 +531,15 @@ class HingeModel:
             Multipliers near the optimal ones (e.g. PDHG's dual iterate); clipped into the box.
         Ky : ndarray, shape (d, d), optional
             :math:`K^* y` of the clipped ``y``, when the caller has it.
+        free_factor : float
+            Free multipliers per equation (at least 1). More constraints sit near their margin
+            when m is large: a caller whose polish failed may retry with a larger factor.
 
         Returns
         -------
         ndarray of shape (m,) in :math:`[0, c]`, or None
             None where the polish does not apply (:math:`q > 0`, whose closed-form bound needs no
-            feasibility; M of rank 0 or full rank on the span; fewer than ``POLISH_FREE_FACTOR``
+            feasibility; M of rank 0 or full rank on the span; fewer than ``free_factor``
             constraints per equation).
 
         Notes
@@ -550,8 +554,8 @@ class HingeModel:
         .. math:: E(y) = \big(\mathrm{svec}(V^\top S V),\ \mathrm{vec}(W^\top S V)\big) = 0 ,
 
         :math:`r(r+1)/2 + r(k-r)` linear equations in y. The multipliers of constraints far from
-        their margin sit at a bound at the solution and keep their value; the
-        ``POLISH_FREE_FACTOR`` times as many constraints with the smallest distance
+        their margin sit at a bound at the solution and keep their value; ``free_factor``
+        (default ``POLISH_FREE_FACTOR``) times as many constraints with the smallest distance
         :math:`|t_c| / \|A_c\|_F` of M to their margin (:math:`t = \delta + K M`) form the free
         set F. On F the least change that solves the equations,
 
@@ -571,6 +575,9 @@ class HingeModel:
         and the data.
         """
         M = as_square_symmetric(M, "M", d=self.d)
+        free_factor = check_positive(free_factor, "free_factor")
+        if free_factor < 1.0:
+            raise ValueError(f"free_factor must be at least 1 (free multipliers per equation); got {free_factor}")
         y = np.asarray(y, dtype=np.float64)
         if y.shape != (self.m,) or not np.all(np.isfinite(y)):
             raise ValueError(f"y must be a finite array of shape ({self.m},); got shape {y.shape}")
@@ -581,7 +588,7 @@ class HingeModel:
         top = float(lam[-1]) if lam.size else 0.0
         rng = lam > POLISH_RANK_RTOL * top if top > 0 else np.zeros(lam.size, dtype=bool)
         r = int(np.count_nonzero(rng))
-        n_eq, n_free = self._polish_size(r)
+        n_eq, n_free = self._polish_size(r, free_factor)
         if not n_eq:
             return None
         Q = np.hstack([E[:, rng], E[:, ~rng]])          # [V W] in span coordinates

@@ -72,6 +72,11 @@ def test_declines_where_it_does_not_apply(near_solution):
     assert few.complementary_multipliers(M, y[:50]) is None
     assert model.polish_cost(0) is None and model.polish_cost(d) is None
     assert model.polish_cost(6) > 0
+    with pytest.raises(ValueError, match="free_factor"):
+        model.complementary_multipliers(M, y, free_factor=0.5)
+    # a larger free set is priced higher, and declines once it exceeds the constraints
+    assert model.polish_cost(6, free_factor=4.0) > model.polish_cost(6)
+    assert model.polish_cost(6, free_factor=model.m) is None
     with pytest.raises(ValueError, match="y"):
         model.complementary_multipliers(M, y[:-1])
     with pytest.raises(ValueError, match="M"):
