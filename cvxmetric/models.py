@@ -36,8 +36,8 @@ from .hinge import COST_DENSE, COST_GEMM, HingeLoss, QuadrupletGeometry
 from .linalg import positive_eigenpairs, power_of_two
 
 __all__ = ["HingeModel", "HingeRescaling", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
-           "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT", "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS",
-           "POLISH_RIDGE"]
+           "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT", "POLISH_RANK_RTOL",
+           "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE"]
 
 #: Names of the Qwise regularizers Omega(M) (thesis eq. 2.7 and footnote 19).
 REGULARIZERS = ("trace", "frobenius", "pull")
@@ -82,6 +82,56 @@ POLISH_ROUNDS = 8
 #: (rank-deficient data, repeated constraints); 1e-10 moves the solution by round-off only.
 POLISH_RIDGE = 1e-10
 
+
+
+def _nonzero_or_inf(v: np.ndarray) -> np.ndarray:
+    return np.where(v > 0, v, np.inf)
+
+
+def _svec_weights(r: int) -> np.ndarray:
+    """Weights of the upper triangle of an r x r block in svec order (sqrt 2 off the diagonal),
+    so that the Euclidean norm of the svec is the Frobenius norm of the block."""
+    iu, ju = np.triu_indices(r)
+    return np.where(iu == ju, 1.0, math.sqrt(2.0))
+
+
+def _complementarity_vector(S_Q: np.ndarray, r: int) -> np.ndarray:
+    """E of a dual matrix in the coordinates [V W]: svec of its V block, then its W x V block."""
+    iu, ju = np.triu_indices(r)
+    return np.concatenate([S_Q[iu, ju] * _svec_weights(r), S_Q[r:, :r].ravel()])
+
+
+def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    r"""The least change of ``y0`` (in ``[0, upper]``) that solves :math:`e_0 + B^\top (y - y_0) = 0`,
+    kept in the box by clamping (see :meth:`HingeModel.complementary_multipliers`): the minimum-norm
+    step on the free entries, :math:`B_F (B_F^\top B_F + \mu I)^{-1}(-e)`, entries that leave the box
+    clamped and fixed, repeated on the rest (at most ``POLISH_ROUNDS`` rounds; the Gram matrix is
+    downdated by the newly fixed rows)."""
+    n_eq = B.shape[1]
+
+    def gram(rows):
+        G = B[rows].T @ B[rows] if rows is not None else B.T @ B
+        G[np.diag_indices_from(G)] += POLISH_RIDGE * float(np.trace(G)) / n_eq
+        return G
+
+    y, free, G = y0.copy(), np.ones(y0.size, dtype=bool), gram(None)
+    for _ in range(POLISH_ROUNDS):
+        try:
+            factor = scipy.linalg.cho_factor(G)
+        except np.linalg.LinAlgError:     # round-off of the downdates: rebuild once
+            try:
+                factor = scipy.linalg.cho_factor(gram(free))
+            except np.linalg.LinAlgError:
+                break
+        step = B @ scipy.linalg.cho_solve(factor, -(e0 + B.T @ (y - y0)))
+        new = np.where(free, y + step, y)
+        out = free & ((new < 0.0) | (new > upper))
+        y = np.clip(new, 0.0, upper)
+        if not np.any(out):
+            break
+        free &= ~out
+        G -= B[out].T @ B[out]
+    return y
 
 @dataclass(frozen=True)
 class _Span:
@@ -582,64 +632,49 @@ class HingeModel:
         if y.shape != (self.m,) or not np.all(np.isfinite(y)):
             raise ValueError(f"y must be a finite array of shape ({self.m},); got shape {y.shape}")
         y = np.clip(y, 0.0, self.coef)
-        U = self._basis()[0]
-        M_s = M if U is None else U.T @ M @ U
-        lam, E = np.linalg.eigh(0.5 * (M_s + M_s.T))
-        top = float(lam[-1]) if lam.size else 0.0
-        rng = lam > POLISH_RANK_RTOL * top if top > 0 else np.zeros(lam.size, dtype=bool)
-        r = int(np.count_nonzero(rng))
+        Q, r = self._range_basis(M)
         n_eq, n_free = self._polish_size(r, free_factor)
         if not n_eq:
             return None
-        Q = np.hstack([E[:, rng], E[:, ~rng]])          # [V W] in span coordinates
-        if U is not None:
-            Q = U @ Q
-        geom = self.geometry
-        t = self.margins(M)
-        norms = geom.frobenius_norms()
-        dist = np.abs(t) / np.where(norms > 0, norms, np.inf)
+        # the free set: the constraints nearest their margin
+        dist = np.abs(self.margins(M)) / _nonzero_or_inf(self.geometry.frobenius_norms())
         F = np.argpartition(dist, n_free - 1)[:n_free] if n_free < self.m else np.arange(self.m)
-        Du, Dw = geom.difference_vectors(F)
-        Pu, Pw = Du @ Q, Dw @ Q                          # coordinates in [V W]
+        B = self._complementarity_rows(F, Q, r)
+        KTy = self.geometry.weighted_sum(y) if Ky is None else np.asarray(Ky, dtype=np.float64)
+        e0 = _complementarity_vector(Q.T @ (0.5 * (self.R + self.R.T) + 0.5 * (KTy + KTy.T)) @ Q, r)
+        y_out = y.copy()
+        y_out[F] = _clamped_least_change(B, e0, y[F], self.coef[F])
+        return y_out
+
+    def _range_basis(self, M: np.ndarray) -> tuple[np.ndarray, int]:
+        """``(Q, r)``: an orthonormal basis ``Q = [V W]`` of the data span (the whole space when
+        the certificate does not restrict to it) whose first r columns span the range of M
+        (eigenvalues above ``POLISH_RANK_RTOL`` times the largest)."""
+        U = self._basis()[0]
+        M_s = M if U is None else U.T @ M @ U
+        lam, E = np.linalg.eigh(0.5 * (M_s + M_s.T))
+        lam_max = float(lam[-1]) if lam.size else 0.0
+        on = lam > POLISH_RANK_RTOL * lam_max if lam_max > 0 else np.zeros(lam.size, dtype=bool)
+        Q = np.hstack([E[:, on], E[:, ~on]])
+        return (Q if U is None else U @ Q), int(np.count_nonzero(on))
+
+    def _complementarity_rows(self, rows: np.ndarray, Q: np.ndarray, r: int) -> np.ndarray:
+        r"""Row i: the coefficients of :math:`y_c` (c = ``rows[i]``) in E(y) (see
+        :meth:`complementary_multipliers`), for :math:`A_c = u u^\top - w w^\top` in the
+        coordinates ``Q = [V W]``: :math:`\mathrm{svec}(p p^\top - q q^\top)` on V and
+        :math:`\mathrm{vec}(\bar p p^\top - \bar q q^\top)` across, with p, q the V-coordinates of
+        u, w and :math:`\bar p, \bar q` their W-coordinates."""
+        Du, Dw = self.geometry.difference_vectors(rows)
+        Pu, Pw = Du @ Q, Dw @ Q
         iu, ju = np.triu_indices(r)
-        svec_w = np.where(iu == ju, 1.0, math.sqrt(2.0))
-        # row c: E's coefficients of y_c, for A_c = u u^T - w w^T in the coordinates [V W]
-        B = np.empty((F.size, n_eq))
-        top, cross = B[:, :iu.size], B[:, iu.size:].reshape(F.size, -1, r)
+        B = np.empty((rows.size, iu.size + r * (Q.shape[1] - r)))
+        top, cross = B[:, :iu.size], B[:, iu.size:].reshape(rows.size, -1, r)
         np.multiply(Pu[:, iu], Pu[:, ju], out=top)
         top -= Pw[:, iu] * Pw[:, ju]
-        top *= svec_w
+        top *= _svec_weights(r)
         np.multiply(Pu[:, r:, None], Pu[:, None, :r], out=cross)
         cross -= Pw[:, r:, None] * Pw[:, None, :r]
-        KTy = geom.weighted_sum(y) if Ky is None else np.asarray(Ky, dtype=np.float64)
-        S = Q.T @ (0.5 * (self.R + self.R.T) + 0.5 * (KTy + KTy.T)) @ Q
-        e0 = np.concatenate([S[iu, ju] * svec_w, S[r:, :r].ravel()])
-        yF0 = y[F]
-        yF, cF = yF0.copy(), self.coef[F]
-        free = np.ones(F.size, dtype=bool)
-        G = B.T @ B
-        G[np.diag_indices_from(G)] += POLISH_RIDGE * float(np.trace(G)) / n_eq
-        for _ in range(POLISH_ROUNDS):
-            try:
-                factor = scipy.linalg.cho_factor(G)
-            except np.linalg.LinAlgError:     # round-off of the downdates: rebuild once
-                G = B[free].T @ B[free]
-                G[np.diag_indices_from(G)] += POLISH_RIDGE * float(np.trace(G)) / n_eq
-                try:
-                    factor = scipy.linalg.cho_factor(G)
-                except np.linalg.LinAlgError:
-                    break
-            step = B @ scipy.linalg.cho_solve(factor, -(e0 + B.T @ (yF - yF0)))
-            new = np.where(free, yF + step, yF)
-            out = free & ((new < 0.0) | (new > cF))
-            yF = np.clip(new, 0.0, cF)
-            if not np.any(out):
-                break
-            free &= ~out
-            G -= B[out].T @ B[out]
-        y_out = y.copy()
-        y_out[F] = yF
-        return y_out
+        return B
 
     # ------------------------------------------------------------------ rescaling
     def rescaled(self, data_scale: float, margin_scale: float = 1.0, value_scale: float = 1.0) -> HingeRescaling:
