@@ -78,6 +78,8 @@ POLISH_RANK_RTOL = 1e-4
 POLISH_FREE_FACTOR = 2.0
 #: At most this many clamp rounds (each one Cholesky of the equations' Gram matrix); measured 4-6.
 POLISH_ROUNDS = 8
+#: Rows per block when the polish forms its equations (a (block, d, r) product stays in cache).
+POLISH_ROW_BLOCK = 128
 #: Ridge of that Gram matrix, relative to its mean diagonal entry: the equations may be redundant
 #: (rank-deficient data, repeated constraints); 1e-10 moves the solution by round-off only.
 POLISH_RIDGE = 1e-10
@@ -667,13 +669,17 @@ class HingeModel:
         Du, Dw = self.geometry.difference_vectors(rows)
         Pu, Pw = Du @ Q, Dw @ Q
         iu, ju = np.triu_indices(r)
-        B = np.empty((rows.size, iu.size + r * (Q.shape[1] - r)))
-        top, cross = B[:, :iu.size], B[:, iu.size:].reshape(rows.size, -1, r)
-        np.multiply(Pu[:, iu], Pu[:, ju], out=top)
-        top -= Pw[:, iu] * Pw[:, ju]
-        top *= _svec_weights(r)
-        np.multiply(Pu[:, r:, None], Pu[:, None, :r], out=cross)
-        cross -= Pw[:, r:, None] * Pw[:, None, :r]
+        k = Q.shape[1]
+        w = _svec_weights(r)
+        B = np.empty((rows.size, iu.size + r * (k - r)))
+        # Q^T A_c V = Pu_c p^T - Pw_c q^T, in blocks of rows that keep the (block, k, r) products in cache
+        for s in range(0, rows.size, POLISH_ROW_BLOCK):
+            sl = slice(s, s + POLISH_ROW_BLOCK)
+            Z = Pu[sl, :, None] * Pu[sl, None, :r]
+            Z -= Pw[sl, :, None] * Pw[sl, None, :r]
+            Z = Z.reshape(Z.shape[0], k * r)
+            np.multiply(Z[:, iu * r + ju], w, out=B[sl, :iu.size])
+            B[sl, iu.size:] = Z[:, r * r:]
         return B
 
     # ------------------------------------------------------------------ rescaling
