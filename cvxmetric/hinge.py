@@ -265,6 +265,7 @@ class QuadrupletGeometry:
         self._v_pos[self.v_rows] = np.arange(self.v_rows.size)
         self._pairs = None   # (PairTable, pair of each u half, pair of each v half), built on first use
         self._ends = None    # per constraint, the pair table endpoints of its halves (_pair_ends)
+        self._norms = None   # frobenius_norms, computed on first use
 
     def subset(self, rows) -> "QuadrupletGeometry":
         """Geometry of a subset of the constraints (no re-validation of ``X``)."""
@@ -286,7 +287,7 @@ class QuadrupletGeometry:
         out.V = np.concatenate([self.V, new.V])
         out._u_pos = np.concatenate([self._u_pos, np.where(new._u_pos >= 0, new._u_pos + self.u_rows.size, -1)])
         out._v_pos = np.concatenate([self._v_pos, np.where(new._v_pos >= 0, new._v_pos + self.v_rows.size, -1)])
-        out._pairs = out._ends = None
+        out._pairs = out._ends = out._norms = None
         return out
 
     # ------------------------------------------------------------------ operator paths
@@ -562,7 +563,13 @@ class QuadrupletGeometry:
 
     def frobenius_norms(self) -> np.ndarray:
         r""":math:`\|A_q\|_F = \|u u^\top - v v^\top\|_F = \sqrt{|u|^4 + |v|^4 - 2 (u^\top v)^2}`
-        per constraint, shape (m,) (0 for an empty row), in blocks of ``GATHER_CHUNK`` rows."""
+        per constraint, shape (m,) (0 for an empty row), in blocks of ``GATHER_CHUNK`` rows; computed
+        once (a copy is returned)."""
+        if self._norms is None:
+            self._norms = self._compute_frobenius_norms()
+        return self._norms.copy()
+
+    def _compute_frobenius_norms(self) -> np.ndarray:
         a, b = self.squared_lengths()
         uv = np.zeros(self.m)
         both = np.flatnonzero((self._u_pos >= 0) & (self._v_pos >= 0))

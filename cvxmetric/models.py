@@ -37,7 +37,7 @@ from .linalg import positive_eigenpairs, power_of_two
 
 __all__ = ["HingeModel", "HingeRescaling", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
            "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT", "POLISH_RANK_RTOL",
-           "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE"]
+           "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "PolishPlan"]
 
 #: Names of the Qwise regularizers Omega(M) (thesis eq. 2.7 and footnote 19).
 REGULARIZERS = ("trace", "frobenius", "pull")
@@ -120,9 +120,10 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
     for _ in range(POLISH_ROUNDS):
         try:
             factor = scipy.linalg.cho_factor(G)
-        except np.linalg.LinAlgError:     # round-off of the downdates: rebuild once
+        except np.linalg.LinAlgError:     # round-off of the downdates: rebuild from the free rows
+            G = gram(free)
             try:
-                factor = scipy.linalg.cho_factor(gram(free))
+                factor = scipy.linalg.cho_factor(G)
             except np.linalg.LinAlgError:
                 break
         step = B @ scipy.linalg.cho_solve(factor, -(e0 + B.T @ (y - y0)))
@@ -174,6 +175,19 @@ class HingeRescaling:
         return (f"X x {self.data_scale:.6g}, margins / {self.margin_scale:.6g}, values / "
                 f"{self.value_scale:.6g}, M = {self.point_scale:.6g} M'")
 
+
+
+@dataclass(frozen=True, eq=False)
+class PolishPlan:
+    """A complementarity polish at one point (:meth:`HingeModel.polish_plan`): the basis ``Q = [V W]``
+    of the data span with the range V of the point in its first ``r`` columns, the number of
+    equations and of free multipliers, and the modelled cost in seconds."""
+
+    Q: np.ndarray
+    r: int
+    n_eq: int
+    n_free: int
+    cost: float
 
 @dataclass(frozen=True, eq=False)
 class HingeModel:
@@ -546,32 +560,34 @@ class HingeModel:
         return y, float(delta @ y), KTy
 
     # ------------------------------------------------------------------ complementarity polish
-    def _polish_size(self, rank: int, free_factor: float) -> tuple[int, int]:
-        """(equations, free multipliers) of the polish at a point of this rank (span dimension k:
-        r(r+1)/2 + r(k - r) equations); (0, 0) when it does not apply (q > 0, rank 0 or full,
-        or fewer than ``free_factor`` constraints per equation)."""
-        U = self._basis()[0]
-        k = self.d if U is None else U.shape[1]
-        r = min(int(rank), k)
-        if self.q > 0 or r <= 0 or r >= k:
-            return 0, 0
+    def polish_plan(self, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional["PolishPlan"]:
+        """The sizes and modelled cost of :meth:`complementary_multipliers` at the PSD point ``M``
+        (the range of M on the data span, at ``POLISH_RANK_RTOL``), or None where it does not
+        apply: q > 0, M = 0, or fewer than ``free_factor`` constraints per equation. A caller
+        prices it (``plan.cost``, seconds of the cost model of :mod:`cvxmetric.hinge`: the free
+        constraints' coordinates, the equations' Gram matrix and its downdates, a Cholesky factor
+        per round) and passes it on to :meth:`complementary_multipliers`."""
+        free_factor = check_positive(free_factor, "free_factor")
+        if free_factor < 1.0:
+            raise ValueError(f"free_factor must be at least 1 (free multipliers per equation); got {free_factor}")
+        if self.q > 0:
+            return None
+        M = as_square_symmetric(M, "M", d=self.d)
+        Q, r = self._range_basis(M)
+        k = Q.shape[1]
+        if r == 0:
+            return None
         n_eq = r * (r + 1) // 2 + r * (k - r)
         n_free = int(math.ceil(free_factor * n_eq))
-        return (n_eq, n_free) if n_free <= self.m else (0, 0)
-
-    def polish_cost(self, rank: int, free_factor: float = POLISH_FREE_FACTOR) -> Optional[float]:
-        """Modelled seconds of :meth:`complementary_multipliers` at a point of this rank (the cost
-        model of :mod:`cvxmetric.hinge`: the coordinates of the free constraints' difference vectors,
-        the equations' Gram matrix and its downdates, and a Cholesky factor per round), or None when
-        the polish does not apply."""
-        n_eq, n_free = self._polish_size(rank, free_factor)
-        if not n_eq:
+        if n_free > self.m:
             return None
-        return (COST_GEMM * 2 * n_free * self.d * self.d
-                + COST_DENSE * (n_free * n_eq * n_eq + POLISH_ROUNDS * n_eq ** 3 / 3.0))
+        cost = (COST_GEMM * 2 * n_free * self.d * self.d
+                + COST_DENSE * (n_free * n_eq * n_eq + POLISH_ROUNDS * n_eq ** 3 / 3.0))   # syrk/2 + downdates/2
+        return PolishPlan(Q, r, n_eq, n_free, cost)
 
     def complementary_multipliers(self, M, y, *, Ky: Optional[np.ndarray] = None,
-                                  free_factor: float = POLISH_FREE_FACTOR) -> Optional[np.ndarray]:
+                                  margins: Optional[np.ndarray] = None, free_factor: float = POLISH_FREE_FACTOR,
+                                  plan: Optional["PolishPlan"] = None) -> Optional[np.ndarray]:
         r"""Multipliers near ``y`` in complementarity with the PSD point ``M``: a candidate for
         :meth:`certify`, which judges it (this is a heuristic; a bound is only ever a certificate).
 
@@ -583,16 +599,20 @@ class HingeModel:
             Multipliers near the optimal ones (e.g. PDHG's dual iterate); clipped into the box.
         Ky : ndarray, shape (d, d), optional
             :math:`K^* y` of the clipped ``y``, when the caller has it.
+        margins : ndarray, shape (m,), optional
+            :math:`t = \delta + K M`, when the caller has them (else one K pass).
         free_factor : float
             Free multipliers per equation (at least 1). More constraints sit near their margin
             when m is large: a caller whose polish failed may retry with a larger factor.
+        plan : PolishPlan, optional
+            :meth:`polish_plan` of this M (and ``free_factor``, then not read), when the caller
+            priced it.
 
         Returns
         -------
         ndarray of shape (m,) in :math:`[0, c]`, or None
             None where the polish does not apply (:math:`q > 0`, whose closed-form bound needs no
-            feasibility; M of rank 0 or full rank on the span; fewer than ``free_factor``
-            constraints per equation).
+            feasibility; M = 0; fewer than ``free_factor`` constraints per equation).
 
         Notes
         -----
@@ -627,19 +647,18 @@ class HingeModel:
         and the data.
         """
         M = as_square_symmetric(M, "M", d=self.d)
-        free_factor = check_positive(free_factor, "free_factor")
-        if free_factor < 1.0:
-            raise ValueError(f"free_factor must be at least 1 (free multipliers per equation); got {free_factor}")
         y = np.asarray(y, dtype=np.float64)
         if y.shape != (self.m,) or not np.all(np.isfinite(y)):
             raise ValueError(f"y must be a finite array of shape ({self.m},); got shape {y.shape}")
         y = np.clip(y, 0.0, self.coef)
-        Q, r = self._range_basis(M)
-        n_eq, n_free = self._polish_size(r, free_factor)
-        if not n_eq:
-            return None
+        if plan is None:
+            plan = self.polish_plan(M, free_factor)
+            if plan is None:
+                return None
+        Q, r, n_free = plan.Q, plan.r, plan.n_free
+        t = self.margins(M) if margins is None else np.asarray(margins, dtype=np.float64)
         # the free set: the constraints nearest their margin
-        dist = np.abs(self.margins(M)) / _nonzero_or_inf(self.geometry.frobenius_norms())
+        dist = np.abs(t) / _nonzero_or_inf(self.geometry.frobenius_norms())
         F = np.argpartition(dist, n_free - 1)[:n_free] if n_free < self.m else np.arange(self.m)
         B = self._complementarity_rows(F, Q, r)
         KTy = self.geometry.weighted_sum(y) if Ky is None else np.asarray(Ky, dtype=np.float64)

@@ -75,7 +75,7 @@ weights by a constant, or the data by a scalar where the model is invariant, cha
   (:meth:`~cvxmetric.models.HingeModel.complementary_multipliers`, q = 0: the least change of the
   multipliers nearest their margin that solves :math:`S V = 0` on the range V of M, in the box),
   which near a solution makes S exactly PSD, so the bound is :math:`\delta^\top y` within the
-  primal error of p*; the targeted repair runs where that does not apply or left S indefinite.
+  primal error of p*; the targeted repair runs where that does not apply, failed or gained nothing.
 
 **Stopping rule and verdict.** The iteration stops when the certified gap is at most ``tol``, or
 when the relative dual residual and restart error are at most ``tol`` and the certified gap is at
@@ -147,9 +147,10 @@ REPAIR_DECAY = 0.5
 #: short by ``time_limit``/``max_iter`` at a quarter of the iteration cost.
 REPAIR_BUDGET = 0.25
 #: Certify through the complementarity polish of the candidate's multiplier
-#: (:meth:`cvxmetric.models.HingeModel.complementary_multipliers`) where it applies, instead of the
-#: targeted repair (which then runs only if the polish left the dual matrix indefinite); the
-#: schedule and budget above are shared. False restores the repair alone (ablations). Measured on
+#: (:meth:`cvxmetric.models.HingeModel.complementary_multipliers`) where it applies, before the
+#: targeted repair (which then runs only if the polish failed, i.e. left the dual matrix
+#: indefinite beyond ``tol``, or gained nothing, and the budget allows it); the schedule and budget
+#: above are shared. False restores the repair alone (ablations). Measured on
 #: syn-d50-m10000 (one run, one BLAS thread): 336 -> 224 iterations to a certified 1e-4, one polish
 #: (0.3 s) instead of five repairs (0.9 s); the polished bound was within 5e-5 of p* from iteration
 #: 144 on, where the repaired one read 1e-2 (the stop then waits for the objective).
@@ -160,6 +161,11 @@ POLISH_CERTIFICATE = True
 #: prices the larger polish against the budget. Measured at 10^6 (one run): free factors 2, 4, 8
 #: failed, 16 certified; 160 iterations and 17.2 s, against 192 and 20.3 s without the retries.
 POLISH_GROWTH = 2.0
+#: ... when the polish also failed at the previous due check at a rank within this fraction (or 1):
+#: a failure while the rank still moves is the iterate's, not the free set's. Measured ranks of
+#: the candidates at 10^6: 30-33 once the iterate settles; at small sizes early failures come at
+#: ranks 2, 4, 9.
+POLISH_RANK_STABLE = 0.1
 #: Restart thresholds of cuPDLP: sufficient decay, necessary decay, artificial restart fraction.
 BETA_SUFFICIENT = 0.2
 BETA_NECESSARY = 0.8
@@ -238,7 +244,7 @@ class _Score:
     """Optimality measures of one point (see the module docstring)."""
 
     __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg",
-                 "lamS")
+                 "lamS", "t")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -332,8 +338,8 @@ class PDHGState:
         self.err_at_repair = math.inf
         self.n_repairs = self.n_polishes = 0
         self.repair_cost = self._repair_estimate = self.repair_time = 0.0
-        self._polish_estimate, self._repair_allowed = None, True
-        self.polish_free_factor = POLISH_FREE_FACTOR
+        self._plan, self._repair_allowed = None, True
+        self.polish_free_factor, self._polish_rank = POLISH_FREE_FACTOR, None
         self.last = None
         self.history: list[float] = []
         self.trace: list[tuple] = []
@@ -373,6 +379,7 @@ class PDHGState:
             new.KM_sum, new.KTy_sum = new.op.apply(new.M_sum), new.op.adjoint(new.y_sum)
         new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost
         new.n_polishes, new.polish_free_factor = self.n_polishes, self.polish_free_factor
+        new._polish_rank = self._polish_rank
         new.repair_time = self.repair_time
         new.history, new.trace = list(self.history), list(self.trace)   # the old state's records stay its own
         new.rank = self.rank        # the eigensolver's rank hint
@@ -464,7 +471,7 @@ class PDHGState:
         rel_dual = _ratio(dual_res, max(float(np.linalg.norm(G)), float(np.linalg.norm(KTy_))))
         return _Score(f=f, dual_res=dual_res, lag_gap=lag_gap, err=err, rel_err=_ratio(err, size),
                       rel_dual=rel_dual, rel_gap=_ratio(abs(lag_gap), size), M=M_, y=y_, norm2=norm2,
-                      n_neg=int(np.count_nonzero(neg)), lamS=lamS)
+                      n_neg=int(np.count_nonzero(neg)), lamS=lamS, t=t)
 
     def _average(self) -> tuple:
         w = self.w_sum
@@ -473,33 +480,31 @@ class PDHGState:
     def repair_due(self, cand: _Score, tol: float) -> bool:
         """Whether this check improves the certificate (the polish, or the targeted repair): the
         residual test holds (then the stop waits for the certificate), or the candidate's relative
-        restart error fell by ``REPAIR_DECAY`` since the last one and the modelled cost stays within
-        ``REPAIR_BUDGET``. Sets ``_repair_allowed``: whether the (dearer) repair may follow a polish
-        that failed."""
+        restart error fell by ``REPAIR_DECAY`` since the last improvement and its modelled cost
+        stays within ``REPAIR_BUDGET``. Plans the polish at the candidate (its own rank on the data
+        span: ``_plan``) and sets ``_repair_allowed``: whether the (dearer) targeted repair may follow
+        a polish that failed or gained nothing."""
         geom = self.model.geometry
+        kkt = max(cand.rel_dual, cand.rel_err) <= tol
+        if not kkt and cand.rel_err > REPAIR_DECAY * self.err_at_repair:
+            return False
         # modelled cost (cvxmetric.hinge cost model, so the schedule is the same in every run): a
         # repair step is two passes of values_rank_one over the negative directions and the support
-        # of y, and one K*; an iteration one K and one K*
+        # of y, and one K*; an iteration one K and one K*; a polish its plan's cost and one K*
         support = int(np.count_nonzero(cand.y))    # the repair runs over the support of y, twice a step
-        polish = (self.model.polish_cost(self.rank, self.polish_free_factor)
-                  if POLISH_CERTIFICATE and self.rank is not None else None)
-        self._polish_estimate = None if polish is None else polish + geom.product_cost("Kt")
         self._repair_estimate = REPAIR_STEPS * (2.0 * geom.rank_one_cost(max(cand.n_neg, 1), n_rows=support)
                                                 + geom.product_cost("Kt"))
-        if max(cand.rel_dual, cand.rel_err) <= tol:
-            self._repair_allowed = True
-            return True
+        self._plan = self.model.polish_plan(cand.M, self.polish_free_factor) if POLISH_CERTIFICATE else None
+        polish = None if self._plan is None else self._plan.cost + geom.product_cost("Kt")
         budget = REPAIR_BUDGET * self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
-        decayed = cand.rel_err <= REPAIR_DECAY * self.err_at_repair
-        polish = self._polish_estimate
-        self._repair_allowed = self.repair_cost + (polish or 0.0) + self._repair_estimate <= budget
-        planned = self._repair_estimate if polish is None else polish
-        return decayed and self.repair_cost + planned <= budget
+        self._repair_allowed = kkt or self.repair_cost + (polish or 0.0) + self._repair_estimate <= budget
+        return kkt or self.repair_cost + (self._repair_estimate if polish is None else polish) <= budget
 
     def certify(self, points, tol: float, repair: bool = True) -> Optional[float]:
-        """Bounds of the scored ``points`` ((K* y', y', score) each); the targeted repair, when
-        ``repair``, only for the better-scored one and only while the bound is not within ``tol``.
-        Keeps the best bound; returns this check's."""
+        """Bounds of the scored ``points`` ((K* y', y', score) each); when ``repair`` and the bound
+        is not within ``tol``, the better-scored point's multiplier is polished (where planned)
+        and, if that failed or gained nothing, repaired (where allowed). Keeps the best bound;
+        returns this check's."""
         model, s = self.model, self.s
         lb, lb_y = None, None
         for KTy_, y_, sc in points:
@@ -510,40 +515,49 @@ class PDHGState:
                 lb, lb_y = b, yb
         if repair and relative_gap(self.best_f, lb) > tol:
             KTy_, y_, sc = min(points, key=lambda p: p[2].err)
-            self.err_at_repair = sc.rel_err
             t0 = time.perf_counter()
-            b, yb = self._polished_bound(sc, y_ / s, KTy_, tol)
-            if b is None and self._repair_allowed:   # no polish, or it failed: the targeted repair
+            b, yb, ok = self._polished_bound(sc, y_ / s, KTy_, tol)
+            gained = b is not None and (lb is None or b > lb)
+            if gained:
+                lb, lb_y = b, yb
+            ran = self._plan is not None
+            if not (ok and gained) and self._repair_allowed:   # the targeted repair of the candidate's own
+                ran = True
                 self.n_repairs += 1
                 self.repair_cost += self._repair_estimate
                 b, yb = model.certify(y_ / s, upper=self.best_f, Ky=KTy_,
                                       dual_eigvals=sc.lamS if self.q == 0 else None)
+                if b is not None and (lb is None or b > lb):
+                    lb, lb_y = b, yb
+            if ran:
+                self.err_at_repair = sc.rel_err
             self.repair_time += time.perf_counter() - t0
-            if b is not None and (lb is None or b > lb):
-                lb, lb_y = b, yb
         if lb is not None and (self.best_lb is None or lb > self.best_lb):
             self.best_lb, self.cert_y = lb, lb_y
         return lb
 
     def _polished_bound(self, sc: _Score, y: np.ndarray, KTy: np.ndarray, tol: float) -> tuple:
-        """The bound of the candidate's multiplier made complementary to its point, without the
-        repair: ``(bound, multiplier)``, or ``(None, None)`` where the polish does not apply
-        (:meth:`HingeModel.complementary_multipliers`) or failed, i.e. left the dual matrix so
-        indefinite that the bound's trace penalty exceeds ``tol`` of it (far from a solution, or
-        more constraints near their margin than the free set holds)."""
-        if self._polish_estimate is None:
-            return None, None
-        self.repair_cost += self._polish_estimate
-        yp = self.model.complementary_multipliers(sc.M, y, Ky=KTy, free_factor=self.polish_free_factor)
-        if yp is None:
-            return None, None
+        r"""The bound of the candidate's multiplier made complementary to its point (no repair):
+        ``(bound or None, multiplier, ok)``; ``(None, None, False)`` where no polish was planned.
+        ``ok``: the polished dual matrix was PSD up to ``tol``, i.e. the bound (trace or theta
+        rule) is within ``tol`` of the polished multiplier's own value :math:`\delta^\top y`.
+        A failure at about the rank of the last polish (``POLISH_RANK_STABLE``) means more
+        constraints sit near their margin than the free set held: the next polish takes
+        ``POLISH_GROWTH`` times as many (a failure while the rank still moves is the iterate's)."""
+        plan = self._plan
+        if plan is None:
+            return None, None, False
+        self.repair_cost += plan.cost + self.model.geometry.product_cost("Kt")
+        yp = self.model.complementary_multipliers(sc.M, y, Ky=KTy, margins=sc.t, plan=plan)
         self.n_polishes += 1
         b, yb = self.model.certify(yp, upper=self.best_f, repair_steps=0)
         dy = float(np.asarray(self.model.constraints.delta) @ yp)   # its value were S exactly PSD
-        if b is None or relative_gap(dy, b) > tol:
-            self.polish_free_factor *= POLISH_GROWTH     # more constraints near their margin than F held
-            return None, None
-        return b, yb
+        ok = b is not None and relative_gap(dy, b) <= tol
+        if not ok and self._polish_rank is not None and \
+                abs(plan.r - self._polish_rank) <= max(1.0, POLISH_RANK_STABLE * self._polish_rank):
+            self.polish_free_factor *= POLISH_GROWTH
+        self._polish_rank = None if ok else plan.r
+        return b, yb, ok
 
     def check(self, tol: float, callback=None) -> tuple:
         """Score the current iterate and the average, keep the best point and bound; returns the
@@ -714,7 +728,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         ``stopped_by`` ("certificate", "kkt" or None),
         ``dual_residual``, ``lagrangian_gap`` (relative), ``restarts``, ``rejected_steps``,
         ``primal_weight``, ``step_size``, ``operator_norm``, ``checks``, ``repairs`` (targeted
-        repairs of the certificate), ``repair_seconds`` (their wall-clock time), ``stop_reason``
+        repairs of the certificate), ``polishes`` (complementarity polishes), ``repair_seconds``
+        (the wall-clock time of both), ``stop_reason``
         (= ``status``), and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
         relative dual residual, relative Lagrangian gap, restart error, candidate is average).
