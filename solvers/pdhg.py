@@ -158,8 +158,10 @@ POLISH_CERTIFICATE = True
 #: A polish that failed (more constraints near their margin than its free set held: measured at
 #: d = 50 with 10^6 constraints, ~5,000 within 1 % of the median distance against 2,130 free) is
 #: retried, at the next due check, with this many times the free multipliers; the cost model then
-#: prices the larger polish against the budget. Measured at 10^6 (one run): free factors 2, 4, 8
-#: failed, 16 certified; 160 iterations and 17.2 s, against 192 and 20.3 s without the retries.
+#: prices the larger polish against the budget. Measured at 10^6 (one run each): growing after
+#: every failure (2 -> 16) certified at 160 iterations (17.2 s); growing only at a settled rank
+#: (below; 2 -> 8) and not growing at all both at 192 (19-20 s), where the iterate itself was
+#: close enough for the smaller free set. Kept for the settled case, which early failures miss.
 POLISH_GROWTH = 2.0
 #: ... when the polish also failed at the previous due check at a rank within this fraction (or 1):
 #: a failure while the rank still moves is the iterate's, not the free set's. Measured ranks of
