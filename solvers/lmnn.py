@@ -244,7 +244,8 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         entries plus ``n_triplets`` (size of the full triplet set), ``impostors`` and, in search
         mode, ``working_set_size``, ``model`` (the pull model plus the triplets violated at M),
         ``oracle_calls``, ``max_working_set`` and ``violated_at_solution``, and
-        ``whitened`` (whether the engine ran whitened).
+        ``whitened`` (whether the engine ran whitened). The models and M are in the original
+        coordinates; the engine's step entries (``step0``) are those of the whitened run.
         ``method="pdhg"``: ``solver == "lmnn-pdhg"``, ``objective`` over *all* triplets, the
         certificate of the full problem (``lower_bound``, ``certified_gap``, ``measure ==
         "certified_gap"``), ``info`` as in :func:`~cvxmetric.solvers.working_set.solve_working_set`
