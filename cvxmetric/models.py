@@ -33,7 +33,7 @@ import scipy.linalg
 from ._checks import as_data_matrix, as_index_array, as_square_symmetric, check_nonnegative, check_positive
 from .constraints import ConstraintSet
 from .hinge import COST_DENSE, COST_GEMM, HingeLoss, QuadrupletGeometry
-from .linalg import positive_eigenpairs, power_of_two
+from .linalg import positive_eigenpairs, power_of_two, triu_indices
 
 __all__ = ["HingeModel", "HingeRescaling", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
            "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT", "POLISH_RANK_RTOL",
@@ -93,13 +93,13 @@ def _nonzero_or_inf(v: np.ndarray) -> np.ndarray:
 def _svec_weights(r: int) -> np.ndarray:
     """Weights of the upper triangle of an r x r block in svec order (sqrt 2 off the diagonal),
     so that the Euclidean norm of the svec is the Frobenius norm of the block."""
-    iu, ju = np.triu_indices(r)
+    iu, ju = triu_indices(r)
     return np.where(iu == ju, 1.0, math.sqrt(2.0))
 
 
 def _complementarity_vector(S_Q: np.ndarray, r: int) -> np.ndarray:
     """E of a dual matrix in the coordinates [V W]: svec of its V block, then its W x V block."""
-    iu, ju = np.triu_indices(r)
+    iu, ju = triu_indices(r)
     return np.concatenate([S_Q[iu, ju] * _svec_weights(r), S_Q[r:, :r].ravel()])
 
 
@@ -573,14 +573,21 @@ class HingeModel:
         if self.q > 0:
             return None
         M = as_square_symmetric(M, "M", d=self.d)
-        Q, r = self._range_basis(M)
-        k = Q.shape[1]
-        if r == 0:
+        M_s = self._on_span(M)
+        k = M_s.shape[0]
+        # the rank from the eigenvalues alone: the eigenvectors only where the polish applies (at
+        # d = 500-1000 it never does, and eigvalsh costs a third of eigh there)
+        def sizes(r):   # (equations, free multipliers), or None where the polish does not apply
+            n_eq = r * (r + 1) // 2 + r * (k - r)
+            n_free = int(math.ceil(free_factor * n_eq))
+            return (n_eq, n_free) if r > 0 and n_free <= self.m else None
+
+        if sizes(self._range_rank(np.linalg.eigvalsh(M_s))) is None:
             return None
-        n_eq = r * (r + 1) // 2 + r * (k - r)
-        n_free = int(math.ceil(free_factor * n_eq))
-        if n_free > self.m:
+        Q, r = self._range_basis(M_s)
+        if sizes(r) is None:      # the eigenvalues of eigh and eigvalsh agree to round-off only
             return None
+        n_eq, n_free = sizes(r)
         cost = (COST_GEMM * 2 * n_free * self.d * self.d
                 + COST_DENSE * (n_free * n_eq * n_eq + POLISH_ROUNDS * n_eq ** 3 / 3.0))   # syrk/2 + downdates/2
         return PolishPlan(Q, r, n_eq, n_free, cost)
@@ -667,16 +674,30 @@ class HingeModel:
         y_out[F] = _clamped_least_change(B, e0, y[F], self.coef[F])
         return y_out
 
-    def _range_basis(self, M: np.ndarray) -> tuple[np.ndarray, int]:
-        """``(Q, r)``: an orthonormal basis ``Q = [V W]`` of the data span (the whole space when
-        the certificate does not restrict to it) whose first r columns span the range of M
-        (eigenvalues above ``POLISH_RANK_RTOL`` times the largest)."""
+    def _on_span(self, M: np.ndarray) -> np.ndarray:
+        """M in the coordinates of the data span (:meth:`dual_bound`; M itself when the certificate
+        works on the whole space), symmetrized."""
         U = self._basis()[0]
         M_s = M if U is None else U.T @ M @ U
-        lam, E = np.linalg.eigh(0.5 * (M_s + M_s.T))
+        return 0.5 * (M_s + M_s.T)
+
+    @staticmethod
+    def _range_mask(lam: np.ndarray) -> np.ndarray:
+        """The eigenvalues (ascending) of the range: above ``POLISH_RANK_RTOL`` times the largest."""
         lam_max = float(lam[-1]) if lam.size else 0.0
-        on = lam > POLISH_RANK_RTOL * lam_max if lam_max > 0 else np.zeros(lam.size, dtype=bool)
+        return lam > POLISH_RANK_RTOL * lam_max if lam_max > 0 else np.zeros(lam.size, dtype=bool)
+
+    def _range_rank(self, lam: np.ndarray) -> int:
+        return int(np.count_nonzero(self._range_mask(lam)))
+
+    def _range_basis(self, M_s: np.ndarray) -> tuple[np.ndarray, int]:
+        """``(Q, r)`` for ``M_s`` on the span (:meth:`_on_span`): an orthonormal basis ``Q = [V W]``
+        of the data span (the whole space when the certificate does not restrict to it) whose
+        first r columns span the range of M."""
+        lam, E = np.linalg.eigh(M_s)
+        on = self._range_mask(lam)
         Q = np.hstack([E[:, on], E[:, ~on]])
+        U = self._basis()[0]
         return (Q if U is None else U @ Q), int(np.count_nonzero(on))
 
     def _complementarity_rows(self, rows: np.ndarray, Q: np.ndarray, r: int) -> np.ndarray:
@@ -687,7 +708,7 @@ class HingeModel:
         u, w and :math:`\bar p, \bar q` their W-coordinates."""
         Du, Dw = self.geometry.difference_vectors(rows)
         Pu, Pw = Du @ Q, Dw @ Q
-        iu, ju = np.triu_indices(r)
+        iu, ju = triu_indices(r)
         k = Q.shape[1]
         w = _svec_weights(r)
         B = np.empty((rows.size, iu.size + r * (k - r)))
