@@ -316,7 +316,10 @@ def test_pdhg_method_round_cap_and_safeguard_still_certify():
     sol = form.solve("CLARABEL")
     res = solve_lmnn(X, y, 2, method="pdhg", round_iter=16, max_add=5)
     assert res.converged and res.info["violated_outside_working_set"] == 0
-    assert (form.value_at(res.M) - sol.value) / max(1.0, sol.value) <= 1e-4
+    # what the certificate says, against the truth: the gap it certifies holds, and is small
+    gap = res.info["certified_gap"]
+    assert gap <= GAP_FIRST_ORDER
+    assert (form.value_at(res.M) - sol.value) / sol.value <= gap + 1e-7
 
 
 def test_pull_whitening_is_the_same_program():

@@ -259,10 +259,12 @@ BEFORE_STATE_OBJECT = {
 
 @pytest.mark.parametrize("case", BEFORE_STATE_OBJECT)
 def test_same_iterates_as_before_the_state_object(case, monkeypatch):
-    """With the repair at every check and no polish (as before), the same run: counters exactly,
+    """With the repair at every check, no polish and the primal weight smoothed from the first
+    restart (as before), the same run: counters exactly,
     objective to round-off (the shared-point operators and the factor products differ from the
-    difference vectors by round-off only). With the default schedule and the polish, the same
-    iterates: only the check at which the certificate stops the run may differ."""
+    difference vectors by round-off only). With the default schedule and the polish (the weight
+    still smoothed from the first restart), the same iterates: only the check at which the
+    certificate stops the run may differ."""
     import cvxmetric.solvers.pdhg as mod
 
     n_iter, n_restarts, rejected, objective = BEFORE_STATE_OBJECT[case]
@@ -270,15 +272,45 @@ def test_same_iterates_as_before_the_state_object(case, monkeypatch):
         mp.setattr(mod, "REPAIR_DECAY", math.inf)
         mp.setattr(mod, "REPAIR_BUDGET", math.inf)
         mp.setattr(mod, "POLISH_CERTIFICATE", False)
+        mp.setattr(mod, "PRIMAL_WEIGHT_WARMUP", 0)
         res = pdhg(CASES[case][0](0))
     assert (res.n_iter, res.info["restarts"], res.info["rejected_steps"]) == (n_iter, n_restarts, rejected)
     assert abs(res.objective - objective) <= 1e-9 * abs(objective)
-    default = pdhg(CASES[case][0](0))
+    with monkeypatch.context() as mp:
+        mp.setattr(mod, "PRIMAL_WEIGHT_WARMUP", 0)
+        default = pdhg(CASES[case][0](0))
     k = min(len(default.history), len(res.history))
     np.testing.assert_allclose(default.history[:k], res.history[:k], rtol=1e-12)
     # the polished certificate may stop it sooner (any stop is certified: converged means the
     # certified gap is within certificate_tol), never much later
     assert default.converged and default.n_iter <= res.n_iter + 2 * 16
+
+
+def test_primal_weight_warmup_adopts_the_first_ratios_in_full():
+    """The first PRIMAL_WEIGHT_WARMUP measured ratios ||dy'|| / ||dM|| replace the weight; later
+    ones are smoothed (geometric mean with the old weight, PDLP's theta = 1/2). A rebound state
+    (a working set's next round) carries the count."""
+    from cvxmetric.solvers.pdhg import PRIMAL_WEIGHT_SMOOTHING, PRIMAL_WEIGHT_WARMUP, start_state
+
+    model = CASES["d5-trace"][0](0)
+    state = start_state(model)
+    seen = []
+    while len(seen) < PRIMAL_WEIGHT_WARMUP + 2:
+        if not state.step() or state.n_iter % 16:
+            continue
+        cand, is_avg = state.check(1e-12)
+        if not state.restart_due(cand):
+            continue
+        point = state._avg_point if is_avg else (state.M, state.y)
+        ratio = np.linalg.norm(point[1] - state.y_last) / np.linalg.norm(point[0] - state.M_last)
+        before = state.omega
+        state.restart(cand, is_avg)
+        theta = 1.0 if len(seen) < PRIMAL_WEIGHT_WARMUP else PRIMAL_WEIGHT_SMOOTHING
+        np.testing.assert_allclose(state.omega, ratio ** theta * before ** (1.0 - theta), rtol=1e-12)
+        seen.append(state.omega)
+    assert state.n_weight_updates == len(seen)
+    moved = state.rebind(model, state.M, state.y / state.s, np.arange(model.m))
+    assert moved.n_weight_updates == len(seen) and moved.omega == state.omega
 
 
 def test_state_object_driven_by_hand_reproduces_pdhg():
