@@ -112,7 +112,8 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
     n_eq = B.shape[1]
 
     def gram(rows):
-        G = B[rows].T @ B[rows] if rows is not None else B.T @ B
+        Br = B[rows] if rows is not None else B
+        G = Br.T @ Br      # one operand twice: numpy computes it as a symmetric rank-k update (syrk)
         G[np.diag_indices_from(G)] += POLISH_RIDGE * float(np.trace(G)) / n_eq
         return G
 
@@ -133,7 +134,8 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
         if not np.any(out):
             break
         free &= ~out
-        G -= B[out].T @ B[out]
+        B_out = B[out]
+        G -= B_out.T @ B_out   # syrk, as above (B[out].T @ B[out] is two copies: a general product)
     return y
 
 @dataclass(frozen=True)
