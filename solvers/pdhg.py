@@ -180,8 +180,8 @@ PRIMAL_WEIGHT_SMOOTHING = 0.5
 #: The first this many measured weight ratios are adopted in full (no smoothing): the a-priori
 #: weight is only a guess of scale. Measured on the scale benchmark's sizes (iterations to the
 #: certified tolerance, 0 -> 2): d = 50 with 10^4 / 10^5 / 10^6 quadruplets 224 -> 144 / 160 -> 112
-#: / 192 -> 128, d = 500 256 -> 240; 1 helped less at d = 50 (208 / 144 / 144 iterations) and
-#: 3 no more (128 at 10^5).
+#: / 192 -> 128, d = 500 256 -> 240, d = 1000 304 -> 240; 1 helped less at d = 50 (208 / 144 / 144
+#: iterations), 3 no more (128 at 10^5).
 PRIMAL_WEIGHT_WARMUP = 2
 #: A constraint row counts as empty (A_c = 0: both pairs degenerate or equal) when its Frobenius
 #: norm is at most this times the largest row norm; round-off of u u^T - v v^T is ~1e-16 of it.
@@ -706,7 +706,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         Iterations between restart/termination checks.
     primal_weight : float, optional
         Initial primal weight :math:`\omega` (default :math:`\|R\|_F / \|\delta'\|_2`, or
-        :math:`\|c'\|_2 / \|\delta'\|_2` when R = 0).
+        :math:`\|c'\|_2 / \|\delta'\|_2` when R = 0); restarts rebalance it, the first
+        ``PRIMAL_WEIGHT_WARMUP`` of them to the measured ratio outright.
     step_size : float, optional
         Initial step size :math:`\eta` (default :math:`0.99/\|K\|_2`, with :math:`\|K\|_2` from a power
         iteration). Warm starts pass a previous run's ``info["step_size"]`` (and ``primal_weight``)
