@@ -38,10 +38,10 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks._parallel import add_arguments, map_rows
+from benchmarks._parallel import add_arguments, map_rows, positive_float, positive_int
+from benchmarks.peer import BLAS_ENV
 
 DEFAULT_INSTANCES = ("iris-hinge", "wine-hinge", "circles-hinge", "wine-hinge-d200")
-BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 #: Seconds the worker may spend on its imports on top of the cap (cvxpy, scipy: ~5 s on a loaded machine).
 IMPORT_ALLOWANCE = 60.0
 #: The ground truth's relative gap (the report's TRUTH_RTOL).
@@ -99,15 +99,17 @@ class _Truth:
         t = time.perf_counter()
         self.proc.stdin.write(name + "\n")
         self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.cap + (IMPORT_ALLOWANCE if self.fresh else 0.0))
+        deadline = t + self.cap + (IMPORT_ALLOWANCE if self.fresh else 0.0)
         self.fresh = False
+        ready = bool(select.select([self.proc.stdout], [], [], max(deadline - time.perf_counter(), 0.0))[0])
         line = self.proc.stdout.readline() if ready else ""
+        while line and not line.startswith("{"):   # the answer is the JSON line; skip anything else printed
+            line = self.proc.stdout.readline()      # (a late answer is still caught by its wall time below)
         if not line:
-            timed_out = not ready
-            self.stop() if timed_out else self.proc.wait()
-            if timed_out:
-                self.proc = None
+            if not ready:
+                self.stop()
                 return {"finished": False, "why": f"did not finish in {self.cap:.0f} s"}
+            self.proc.wait()
             self.err.seek(0)
             err = self.err.read()
             self.proc = None
@@ -183,20 +185,13 @@ def instance_rows(task) -> None:
               f"{r['columns']:5d} {gap:>9s} | {out}", flush=True)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
-    return value
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", nargs="+", default=list(DEFAULT_INSTANCES))
-    ap.add_argument("--cap", type=float, default=600.0, help="Clarabel's wall-clock cap in seconds (default 600)")
-    ap.add_argument("--mem-gb", type=float, default=10.0, help="Clarabel's address-space cap in GB (default 10)")
+    ap.add_argument("--cap", type=positive_float, default=600.0, help="Clarabel's wall-clock cap in seconds (default 600)")
+    ap.add_argument("--mem-gb", type=positive_float, default=10.0, help="Clarabel's address-space cap in GB (default 10)")
     ap.add_argument("--plain", action="store_true", help="also run the paper's plain rule (1 column, no stabilization)")
-    ap.add_argument("--rounds", type=_positive_int, default=5,
+    ap.add_argument("--rounds", type=positive_int, default=5,
                     help="rounds per instance, each one solve per side (default 5)")
     ap.add_argument("--truth-worker", action="store_true", help=argparse.SUPPRESS)
     add_arguments(ap, "instances")

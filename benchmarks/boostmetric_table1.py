@@ -58,7 +58,7 @@ from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
 from cvxmetric.solvers.boostmetric_stagewise import (boostmetric_multipass, boostmetric_stagewise,
                                            boostmetric_totally_corrective)
 
-from ._parallel import add_arguments, map_rows
+from ._parallel import add_arguments, map_rows, positive_int
 
 #: The paper's table 1 (mean (std) 3-NN test error, %).
 PAPER = {"iris": {"Euclidean": "3.64 (4.18)", "E": "3.18 (3.74)", "E-MP": "3.18 (4.31)", "E-TC": "3.18 (3.07)",
@@ -245,7 +245,7 @@ def report(ds, rows, n_splits, m, protocol, log):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 splits instead of 10")
-    ap.add_argument("--splits", type=int, default=None, help="number of random splits (default 10)")
+    ap.add_argument("--splits", type=positive_int, default=None, help="number of random splits (default 10)")
     ap.add_argument("--protocol", choices=("paper", "7030"), default="paper")
     ap.add_argument("--standardize", action="store_true", help="z-score each feature (the paper does not)")
     ap.add_argument("--datasets", nargs="+", default=["iris", "wine"], choices=["iris", "wine"])

@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from ._parallel import fraction, positive_int
+
 
 def _best(solvers: dict, A: np.ndarray, repeats: int) -> dict:
     """Best time of each solver on a copy of ``A``, the solvers taking turns (the load only adds time)."""
@@ -42,8 +44,8 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", nargs="+", type=int, default=[500, 1000])
-    p.add_argument("--fractions", nargs="+", type=float, default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5])
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--fractions", nargs="+", type=fraction, default=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5])
+    p.add_argument("--repeats", type=positive_int, default=5)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     solvers = {

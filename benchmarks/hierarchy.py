@@ -37,7 +37,7 @@ from cvxmetric.instances import get_instance
 from cvxmetric.taxonomy import class_parents, synthetic_taxonomy, taxonomy_quadruplets
 from cvxmetric.solvers.qwise import solve_qwise, solve_qwise_vector
 
-from ._parallel import add_arguments, map_rows
+from ._parallel import add_arguments, map_rows, positive_int
 
 
 def stratified_half(y, rng):
@@ -104,7 +104,7 @@ def one_seed(seed, k):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=positive_int, default=5)
     ap.add_argument("--k", type=int, default=5, help="neighbours of the k-NN classifier")
     add_arguments(ap, "seeds")
     args = ap.parse_args(argv)

@@ -22,6 +22,9 @@ from pathlib import Path
 import numpy as np
 
 PEER_PYTHON = os.environ.get("CVXMETRIC_PEER_PYTHON", "/work/peer-venv/bin/python")
+#: The environment that pins a child process's BLAS (and OpenMP) to one thread, like our side of
+#: every comparison (threadpoolctl cannot reach into another process).
+BLAS_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 _SCRIPT = r"""
 import json, sys, time
@@ -64,7 +67,8 @@ def run_peer(estimator: str, params: dict, **arrays) -> dict:
         np.savez(data, **{k: np.asarray(v) for k, v in arrays.items()})
         payload = json.dumps({"estimator": estimator, "params": params, "data": data, "out": out,
                               "fit_args": list(arrays)})
-        r = subprocess.run([PEER_PYTHON, "-c", _SCRIPT, payload], capture_output=True, text=True)
+        r = subprocess.run([PEER_PYTHON, "-c", _SCRIPT, payload], capture_output=True, text=True,
+                           env={**os.environ, **BLAS_ENV})
         if r.returncode != 0:
             raise RuntimeError(f"metric-learn {estimator} failed:\n{r.stderr[-2000:]}")
         extra = json.loads(r.stdout.strip().splitlines()[-1])

@@ -24,8 +24,9 @@ import time
 import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
+from threadpoolctl import threadpool_limits
 
-from benchmarks._parallel import add_arguments, map_rows
+from benchmarks._parallel import add_arguments, map_rows, positive_int
 from benchmarks.peer import peer_available, run_peer
 from cvxmetric.certificates import relative_difference
 from cvxmetric.datasets import load_dataset
@@ -115,7 +116,7 @@ def run_case(label, dataset, n_sim, n_dis, gamma, peer_tols, repeats):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3,
+    ap.add_argument("--repeats", type=positive_int, default=3,
                     help="median of this many fits (default 3; the 2,000-pair case runs once)")
     ap.add_argument("--quick", action="store_true", help="only the 300-pair cases")
     add_arguments(ap, "data sets")
@@ -124,7 +125,8 @@ def main(argv=None):
         raise SystemExit("metric-learn's venv is not available; see benchmarks/peer.py for the set-up")
     tasks = [(case, args.repeats if case[2] + case[3] <= 300 else 1) for case in CASES
              if not (args.quick and case[2] + case[3] > 300)]
-    list(map_rows(run_task, tasks, args, label=lambda task: task[0][0]))
+    with threadpool_limits(1):   # our side on one BLAS thread, as metric-learn's child (peer.BLAS_ENV)
+        list(map_rows(run_task, tasks, args, label=lambda task: task[0][0]))
 
 
 def run_task(task):

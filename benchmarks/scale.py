@@ -52,7 +52,7 @@ from cvxmetric.certificates import relative_gap
 from cvxmetric.instances.qwise import synthetic_qwise
 from cvxmetric.models import qwise_model
 
-from ._parallel import add_arguments, map_rows
+from ._parallel import add_arguments, map_rows, positive_float
 
 #: SCS at its own default accuracy (as a user runs it); Clarabel at the ground-truth settings.
 SCS_USER_OPTIONS = {"eps_abs": 1e-4, "eps_rel": 1e-4, "max_iters": 100_000}
@@ -287,8 +287,8 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=sorted(SIZES) + sorted(QUICK))
     p.add_argument("--quick", action="store_true", help="a small smoke run (seconds); overrides --sizes")
     p.add_argument("--peers", action="store_true", help="also run SCS and Clarabel where they fit")
-    p.add_argument("--peer-cap", type=float, default=PEER_CAP, help="wall-clock cap of a peer solve, s")
-    p.add_argument("--time-limit", type=float, default=TIME_LIMIT, help="time limit of our solve, s")
+    p.add_argument("--peer-cap", type=positive_float, default=PEER_CAP, help="wall-clock cap of a peer solve, s")
+    p.add_argument("--time-limit", type=positive_float, default=TIME_LIMIT, help="time limit of our solve, s")
     p.add_argument("--calibrate", action="store_true", help="print the operator cost model against measured times")
     add_arguments(p, "sizes")
     args = p.parse_args(argv)

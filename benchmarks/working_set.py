@@ -32,6 +32,7 @@ from cvxmetric.certificates import relative_gap
 from cvxmetric.solvers.pdhg import pdhg
 from cvxmetric.solvers.working_set import ModelPool, solve_working_set
 
+from ._parallel import positive_float
 from .scale import QUICK, SIZES, Size, build
 
 #: The sizes of :mod:`benchmarks.scale` with d = 50, and one between 10^4 and 10^5.
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", nargs="+", default=list(DEFAULT_SIZES), choices=sorted(WS_SIZES))
     p.add_argument("--quick", action="store_true", help="a small smoke run (seconds); overrides --sizes")
-    p.add_argument("--time-limit", type=float, default=TIME_LIMIT, help="time limit of each solve, s")
+    p.add_argument("--time-limit", type=positive_float, default=TIME_LIMIT, help="time limit of each solve, s")
     args = p.parse_args(argv)
     from threadpoolctl import threadpool_limits
 

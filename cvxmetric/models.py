@@ -85,8 +85,8 @@ POLISH_ROW_BLOCK = 128
 POLISH_RIDGE = 1e-10
 
 
-
 def _nonzero_or_inf(v: np.ndarray) -> np.ndarray:
+    """v with its non-positive entries replaced by inf (a divisor that turns them into 0)."""
     return np.where(v > 0, v, np.inf)
 
 
@@ -138,6 +138,7 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
         G -= B_out.T @ B_out   # syrk, as above (B[out].T @ B[out] is two copies: a general product)
     return y
 
+
 @dataclass(frozen=True)
 class _Span:
     """The data span and the linear term on it (see :meth:`HingeModel.dual_bound`).
@@ -178,7 +179,6 @@ class HingeRescaling:
                 f"{self.value_scale:.6g}, M = {self.point_scale:.6g} M'")
 
 
-
 @dataclass(frozen=True, eq=False)
 class PolishPlan:
     """A complementarity polish at one point (:meth:`HingeModel.polish_plan`): the basis ``Q = [V W]``
@@ -190,6 +190,7 @@ class PolishPlan:
     n_eq: int
     n_free: int
     cost: float
+
 
 @dataclass(frozen=True, eq=False)
 class HingeModel:
@@ -547,7 +548,7 @@ class HingeModel:
                 have += ys[sl] @ (G * G)
             if not np.any(have > 0):
                 break
-            beta = REPAIR_OVERSHOOT * (-lam[neg]) / np.where(have > 0, have, np.inf)
+            beta = REPAIR_OVERSHOOT * (-lam[neg]) / _nonzero_or_inf(have)
             r = np.empty(sup.size)
             for sl, G in geom.rank_one_blocks(Vn, sup):
                 np.minimum(G, 0.0, out=G)

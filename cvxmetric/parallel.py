@@ -38,14 +38,29 @@ BLAS_THREADS = 1
 Task = Any
 
 
-def _pinned(function: Callable[[Task], Any], k: int, task: Task, blas_threads: Optional[int]) -> tuple[int, Any]:
-    """``(k, function(task))`` in a worker, BLAS pinned to ``blas_threads`` (None: left alone)."""
-    if blas_threads is None:
-        return k, function(task)
-    from threadpoolctl import threadpool_limits
+class _Raised:
+    """A task's exception, carried back from a worker as its result (so that one task that raises
+    fails that task alone, as in the serial loop, not every task still pending)."""
 
-    with threadpool_limits(limits=blas_threads, user_api="blas"):
-        return k, function(task)
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def _pinned(function: Callable[[Task], Any], k: int, task: Task, blas_threads: Optional[int],
+            catch: bool = False) -> tuple[int, Any]:
+    """``(k, function(task))`` in a worker, BLAS pinned to ``blas_threads`` (None: left alone);
+    ``catch``: an exception of the task is returned as :class:`_Raised`."""
+    try:
+        if blas_threads is None:
+            return k, function(task)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=blas_threads, user_api="blas"):
+            return k, function(task)
+    except Exception as exc:   # noqa: BLE001 - the parent's on_failure decides
+        if not catch:
+            raise
+        return k, _Raised(exc)
 
 
 def imap_tasks(function: Callable[[Task], Any], tasks: Iterable[Task], *, n_jobs: int = 1,
@@ -72,13 +87,17 @@ def imap_tasks(function: Callable[[Task], Any], tasks: Iterable[Task], *, n_jobs
         ``distributed.Client``.
     blas_threads : int or None
         BLAS threads of each worker (threadpoolctl); None leaves the workers' thread pools alone.
-        The serial path runs under the caller's own limits.
+        The serial path runs under the caller's own limits. A limit is per process: with joblib's
+        "threading" backend the tasks share the caller's BLAS pool (measured with this OpenBLAS:
+        a task thread still reported the caller's 2 threads), so pinned timings need a process
+        backend (loky, or dask's worker processes).
     on_done : callable, optional
         ``on_done(k, task)`` after each finished task, ``k`` the number finished so far (in
         completion order, which in parallel differs from the task order).
     on_failure : callable, optional
-        When the parallel machinery itself fails (a worker process dies, the cluster is lost) or a
-        task raises: ``on_failure(task, exc)`` is the result of every task without one yet.
+        ``on_failure(task, exc)`` is the result of a task that raised (that task alone, serially
+        and in parallel alike), and, when the parallel machinery itself fails (a worker process
+        dies, the cluster is lost, the backend cannot start), of every task without a result yet.
         Default: the exception propagates.
 
     Yields
@@ -109,19 +128,20 @@ def _parallel(function, tasks, n_jobs, backend, blas_threads, on_done, on_failur
     nxt = 0   # the next task to yield
     # parallel_config (not Parallel(backend=...)) resolves lazily registered backends ("dask");
     # batch_size=1: a task is seconds to minutes of work, so one per joblib task balances best
-    config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
+    catch = on_failure is not None
     try:
+        config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
         with config:
             parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
-            jobs = (delayed(_pinned)(function, k, task, blas_threads) for k, task in enumerate(tasks))
+            jobs = (delayed(_pinned)(function, k, task, blas_threads, catch) for k, task in enumerate(tasks))
             for done, (k, result) in enumerate(parallel(jobs), start=1):
-                results[k] = result
+                results[k] = on_failure(tasks[k], result.exc) if isinstance(result, _Raised) else result
                 if on_done is not None:
                     on_done(done, tasks[k])
                 while nxt in results:
                     yield results.pop(nxt)
                     nxt += 1
-    except Exception as exc:   # noqa: BLE001 - a dead worker, a lost cluster, a task that raised
+    except Exception as exc:   # noqa: BLE001 - a dead worker, a lost cluster, a backend that cannot start
         if on_failure is None:
             raise
         for k in range(nxt, len(tasks)):

@@ -53,6 +53,7 @@ from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, 
                                keyword_options)
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model)
+from cvxmetric.linalg import symmetrize
 from cvxmetric.models import HingeModel
 
 from .result import ENGINE_HOOKS, SolverResult
@@ -124,13 +125,11 @@ class PullWhitening:
 
     def to_white(self, M: np.ndarray) -> np.ndarray:
         """:math:`M' = V^\top M V` (PSD when M is)."""
-        Mw = self.V.T @ M @ self.V
-        return 0.5 * (Mw + Mw.T)
+        return symmetrize(self.V.T @ M @ self.V)
 
     def from_white(self, Mw: np.ndarray) -> np.ndarray:
         """:math:`M = W M' W^\top` (PSD when M' is)."""
-        M = self.W @ Mw @ self.W.T
-        return 0.5 * (M + M.T)
+        return symmetrize(self.W @ Mw @ self.W.T)
 
 
 def _search_in(wh: Optional[PullWhitening], X, y, n_neighbors, margin, search: ImpostorSearch) -> ImpostorSearch:

@@ -565,7 +565,7 @@ class PDHGState:
         yp = self.model.complementary_multipliers(sc.M, y, Ky=KTy, margins=sc.t, plan=plan)
         self.n_polishes += 1
         b, yb = self.model.certify(yp, upper=self.best_f, repair_steps=0)
-        dy = float(np.asarray(self.model.constraints.delta) @ yp)   # its value were S exactly PSD
+        dy = float(self.delta @ yp)   # its value were S exactly PSD
         ok = b is not None and relative_gap(dy, b) <= tol
         if not ok and self._polish_rank is not None and \
                 abs(plan.r - self._polish_rank) <= max(1.0, POLISH_RANK_STABLE * self._polish_rank):

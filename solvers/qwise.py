@@ -104,13 +104,10 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     (a pair is the quadruplet with a repeated index, :class:`~cvxmetric.constraints.ConstraintSet`)
     and :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`.
     """
-    ws = _use_working_set(working_set, method, constraints)
-    if ws and isinstance(working_set, str) and set(options) & (QWISE_METHODS["pdhg"] - WORKING_SET_OPTIONS):
-        ws = False   # "auto": the working set only where every given option applies to it
+    ws, why = _use_working_set(working_set, method, constraints, options)
     ws_only = sorted(set(options) & (WORKING_SET_OPTIONS - QWISE_METHODS["pdhg"]))
     if ws_only and not ws:
-        chose = (f" (working_set='auto' chose plain PDHG: fewer than {AUTO_WORKING_SET_MIN} constraints)"
-                 if working_set == "auto" and method == "pdhg" else "")
+        chose = f" (working_set='auto' chose plain PDHG: {why})" if why else ""
         raise ValueError(f"{', '.join(ws_only)} apply to method='pdhg' with working_set=True only{chose}")
     method = check_method_options("solve_qwise", method, options,
                                   QWISE_WORKING_SET_METHODS if ws else QWISE_METHODS)
@@ -126,16 +123,25 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)
 
 
-def _use_working_set(working_set, method, constraints) -> bool:
-    """``working_set`` resolved: True, False, or ``"auto"`` (PDHG from :data:`AUTO_WORKING_SET_MIN` constraints on)."""
+def _use_working_set(working_set, method, constraints, options) -> tuple[bool, str]:
+    """``working_set`` resolved, and why ``"auto"`` chose plain PDHG ("" otherwise): True, False,
+    or ``"auto"``: PDHG from :data:`AUTO_WORKING_SET_MIN` constraints on, unless an option that
+    applies to plain PDHG only (``y0``, ``warn``, ...) is given."""
     if isinstance(working_set, str) and working_set == "auto":
-        return method == "pdhg" and isinstance(constraints, ConstraintSet) and len(constraints) >= AUTO_WORKING_SET_MIN
+        if method != "pdhg" or not isinstance(constraints, ConstraintSet):
+            return False, ""
+        if len(constraints) < AUTO_WORKING_SET_MIN:
+            return False, f"fewer than {AUTO_WORKING_SET_MIN} constraints"
+        plain_only = sorted(set(options) & (QWISE_METHODS["pdhg"] - WORKING_SET_OPTIONS))
+        if plain_only:
+            return False, f"{', '.join(plain_only)} apply to plain PDHG only"
+        return True, ""
     if not isinstance(working_set, (bool, np.bool_)):
         raise TypeError(f"working_set must be True, False or 'auto'; got {working_set!r}")
     ws = bool(working_set)
     if ws and method != "pdhg":
         raise ValueError(f"working_set=True applies to method='pdhg' only; got method={method!r}")
-    return ws
+    return ws, ""
 
 
 def solve_qwise_vector(X, constraints: ConstraintSet, *, diagonal: bool = True, C_Q: float = 1.0,

@@ -360,8 +360,9 @@ class _Best:
             self.lb, self.lb_y, self.lb_ids = float(lb), y, ids
 
 
-#: The options of PDHG's cold start (:func:`~cvxmetric.solvers.pdhg.start_state`): read once, by the first round.
-_COLD_START = ("step_size", "primal_weight", "adaptive_step", "seed")
+#: The options of PDHG's cold start (:func:`~cvxmetric.solvers.pdhg.start_state`, from its signature:
+#: ``step_size``, ``primal_weight``, ``adaptive_step``, ``seed``): read once, by the first round.
+_COLD_START = keyword_options(start_state, exclude={"M0", "y0"})
 
 
 def _quiet_pdhg(sub: HingeModel, **kw) -> SolverResult:

@@ -314,12 +314,13 @@ def test_pdhg_method_round_cap_and_safeguard_still_certify():
     X, y = _small(3, n_per=8, d=4)
     form = build_lmnn(X, y, n_neighbors=2)
     sol = form.solve("CLARABEL")
-    res = solve_lmnn(X, y, 2, method="pdhg", round_iter=16, max_add=5)
+    # asked for the 1e-4 it is held to (the default certificate_tol is 1e-3), so that the check
+    # rests on the certificate, not on how far below its tolerance a run happens to land
+    res = solve_lmnn(X, y, 2, method="pdhg", round_iter=16, max_add=5, certificate_tol=1e-4)
     assert res.converged and res.info["violated_outside_working_set"] == 0
-    # what the certificate says, against the truth: the gap it certifies holds, and is small
-    gap = res.info["certified_gap"]
-    assert gap <= GAP_FIRST_ORDER
-    assert (form.value_at(res.M) - sol.value) / sol.value <= gap + 1e-7
+    gap = (form.value_at(res.M) - sol.value) / max(1.0, sol.value)
+    assert gap <= 1e-4
+    assert gap <= res.info["certified_gap"] + GAP_NEGATIVE_SLACK   # the certificate holds against the truth
 
 
 def test_pull_whitening_is_the_same_program():

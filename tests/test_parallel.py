@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from distributed import Client, LocalCluster
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from cvxmetric import parallel
 from cvxmetric.verification import harness
@@ -84,8 +84,10 @@ def test_a_worker_pins_blas_to_one_thread(monkeypatch):
     monkeypatch.setattr(harness, "_case_rows", record)
     # the shared mechanism's worker wrapper, as verify_cases calls it in a worker
     worker = functools.partial(harness._worker_case_rows, seed=0)
-    assert parallel._pinned(worker, 0, CASES[0], BLAS_THREADS) == (0, [])
-    assert seen and set(seen) == {BLAS_THREADS}
+    # under a caller that allows 2 threads (the test session pins 1, which would hide a missing pin)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert parallel._pinned(worker, 0, CASES[0], BLAS_THREADS) == (0, [])
+    assert BLAS_THREADS != 2 and seen and set(seen) == {BLAS_THREADS}
 
 
 def test_a_case_that_raises_becomes_a_failed_row():
@@ -120,3 +122,9 @@ def test_scheduler_is_another_name_for_dask():
 
     assert build_parser().parse_args(["--scheduler", "tcp://h:8786"]).dask == "tcp://h:8786"
     assert build_parser().parse_args(["--jobs", "-1"]).jobs == -1
+
+
+def test_a_backend_that_cannot_start_gives_failed_rows_not_a_traceback():
+    rows = verify_cases(CASES, n_jobs=2, backend="no-such-backend")
+    assert len(rows) == len(CASES) and not any(r["passed"] for r in rows)
+    assert all(r["errors"][0].startswith("worker: ") for r in rows)

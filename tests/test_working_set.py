@@ -301,6 +301,9 @@ def test_auto_runs_plain_pdhg_when_an_option_only_plain_pdhg_reads_is_given(monk
     assert solve_qwise(inst.X, inst.constraints, method="pdhg", warn=False, **inst.params).solver == "qwise-pdhg"
     with pytest.raises(ValueError, match="y0"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, y0=y0, **inst.params)
+    # a working-set option beside them: the message names the option that made "auto" choose plain PDHG
+    with pytest.raises(ValueError, match=r"chose plain PDHG: y0 apply to plain PDHG only"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", y0=y0, max_add=10, **inst.params)
 
 
 @pytest.mark.parametrize("call", ["qwise", "lmnn", "loop"])

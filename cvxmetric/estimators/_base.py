@@ -156,7 +156,7 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         inst = self._verification_instance()
         held = get_spec(inst.method).tolerances   # the harness' thresholds of each solver
         if self.solver_ == EXACT:   # the certified ground truth; Fantope's reference MM is held as the fast MM
-            held = held["mm"] if inst.method == "fantope" else Thresholds(GAP_FIRST_ORDER, None)
+            held = held.get("mm") if inst.method == "fantope" else Thresholds(GAP_FIRST_ORDER, None)
         else:
             # the thresholds of the variant that ran: a result "<method>-<key>" (e.g. qwise-pdhg-ws,
             # which solver="pdhg" runs on large problems) has its own entry where the harness has one
