@@ -23,47 +23,23 @@ import argparse
 import contextlib
 import functools
 import io
+import math
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
 from cvxmetric import parallel
+from cvxmetric._checks import argument_type
 
 #: Appended to the help of ``--jobs`` of every benchmark.
 TIMING_NOTE = (". Parallel rows share the cores, so absolute times grow with N; the ratios within a row "
                "(ours vs peer, ours vs floor) are measured in one process and still compare")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (a clear usage error, exit 2, instead of a traceback later)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0 (seconds, gigabytes)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number; got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number; got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """argparse type: a number in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]; got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]; got {text}")
-    return value
+#: argparse types of counts, seconds and fractions: a clear usage error (exit 2) instead of a
+#: traceback later.
+positive_int = argument_type(int, lambda v: v >= 1, "a positive integer")
+positive_float = argument_type(float, lambda v: 0 < v < math.inf, "a positive number")
+fraction = argument_type(float, lambda v: 0 <= v <= 1, "a number in [0, 1]")
 
 
 def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:

@@ -7,6 +7,7 @@ fresh arrays) where a conversion is needed.
 """
 from __future__ import annotations
 
+import argparse
 import inspect
 import math
 import numbers
@@ -378,3 +379,22 @@ def check_method_options(function: str, method, options: Mapping, accepted: Mapp
         raise ValueError(f"{function}: unknown option {name!r} for method={method!r}; its options are "
                          f"{', '.join(sorted(accepted[method])) or 'none'}")
     return method
+
+
+def argument_type(convert: Callable[[str], object], accept: Callable[[object], bool], what: str, *,
+                  name: str = "") -> Callable[[str], object]:
+    """An argparse ``type=``: ``convert(text)``, kept when ``accept(value)``; otherwise a usage error
+    (argparse exits 2, naming the argument) saying what was expected: "[name ]must be {what}"."""
+    prefix = f"{name} " if name else ""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{prefix}must be {what}; got {text!r}") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"{prefix}must be {what}; got {text}")
+        return value
+
+    parse.__name__ = what
+    return parse

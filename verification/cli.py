@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from cvxmetric import parallel
+from cvxmetric._checks import argument_type
 
 from .harness import BLAS_THREADS, ReferenceCache, default_cases, score_point, verify_cases
 from .registry import get_spec, list_methods
@@ -99,14 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seed must be a non-negative integer; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--seed must be a non-negative integer; got {value}")
-    return value
+#: ``--seed``: a non-negative integer.
+_seed = argument_type(int, lambda v: v >= 0, "a non-negative integer", name="--seed")
 
 
 #: Suffixes read as text (whitespace- or comma-separated numbers, one matrix row per line).
