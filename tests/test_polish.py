@@ -161,3 +161,40 @@ def test_difference_vectors_of_subsets_and_extensions():
         idx = g.constraints.idx[r]
         np.testing.assert_array_equal(Du, g.X[idx[:, 0]] - g.X[idx[:, 1]])
         np.testing.assert_array_equal(Dw, g.X[idx[:, 2]] - g.X[idx[:, 3]])
+
+
+def test_single_precision_pass_gives_the_double_precision_multipliers(near_solution, monkeypatch):
+    """The Gram matrix is factored in float32 and the last round refined in float64: the same
+    multipliers as the double-precision pass, up to the refinement's tolerance."""
+    import cvxmetric.models as mod
+
+    model, M, y, _, _ = near_solution
+    monkeypatch.setattr(mod, "POLISH_SINGLE_PRECISION", True)
+    single = model.complementary_multipliers(M, y)
+    monkeypatch.setattr(mod, "POLISH_SINGLE_PRECISION", False)
+    double = model.complementary_multipliers(M, y)
+    change = np.linalg.norm(double - np.clip(y, 0.0, model.coef))
+    assert change > 0
+    assert np.linalg.norm(single - double) <= 1e-8 * change
+
+
+def test_single_precision_pass_hands_an_ill_conditioned_system_to_double():
+    """Equations whose Gram matrix has condition ~1e12: the single-precision pass cannot refine to
+    its tolerance and says so (None); the polish then gives the double-precision pass's answer."""
+    from cvxmetric.models import _clamped_least_change, _clamped_rounds
+
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((200, 40)) * np.logspace(0, -6, 40)
+    y0 = rng.uniform(0.2, 0.8, 200)
+    upper = np.ones(200)
+    e0 = 1e-3 * B.T @ rng.standard_normal(200)
+    assert _clamped_rounds(B, e0, y0, upper, np.float32) is None
+    double = _clamped_rounds(B, e0, y0, upper, np.float64)
+    np.testing.assert_array_equal(_clamped_least_change(B, e0, y0, upper), double)
+    # solved up to the ridge's effect on the weakest directions (measured 5e-6), in the box
+    assert np.linalg.norm(e0 + B.T @ (double - y0)) <= 1e-4 * np.linalg.norm(e0)
+    assert np.all((double >= 0) & (double <= upper))
+    well = B / np.logspace(0, -6, 40)                                                # condition ~ 10
+    single = _clamped_rounds(well, e0, y0, upper, np.float32)
+    assert single is not None
+    np.testing.assert_allclose(single, _clamped_rounds(well, e0, y0, upper, np.float64), rtol=0, atol=1e-9)
