@@ -320,6 +320,8 @@ class PDHGState:
         and complementarity polishes so far, the polish's free multipliers per equation (grown by
         ``POLISH_GROWTH`` after a failure), their modelled cost (seconds of the cost model, which
         schedules them) and their measured seconds (reported only).
+    start_time : float
+        Seconds of the cold start that made this state (0 for one made directly; reported only).
     history, trace : list
         Per check: the objective of the current iterate, and the trace row (see :func:`pdhg`).
     """
@@ -350,6 +352,7 @@ class PDHGState:
         self.n_iter = self.rejected = self.n_restarts = self.n_checks = 0
         self.n_weight_updates = 0   # primal-weight rebalancings so far (PRIMAL_WEIGHT_WARMUP)
         self.t_start = time.perf_counter() if t_start is None else t_start
+        self.start_time = 0.0
         # restart bookkeeping
         self.M_last, self.y_last = self.M.copy(), self.y.copy()
         self.rho = 0.0
@@ -407,7 +410,7 @@ class PDHGState:
         new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost
         new.n_polishes, new.polish_free_factor = self.n_polishes, self.polish_free_factor
         new._polish_rank = self._polish_rank
-        new.repair_time = self.repair_time
+        new.repair_time, new.start_time = self.repair_time, self.start_time
         new.history, new.trace = list(self.history), list(self.trace)   # the old state's records stay its own
         new.rank = self.rank        # the eigensolver's rank hint
         if not self.adaptive_step:  # a constant step must stay below 1/||K'|| of the new model
@@ -684,6 +687,7 @@ class PDHGState:
                                  "primal_weight": self.omega, "step_size": self.eta, "operator_norm": norm_K,
                                  "checks": self.n_checks, "repairs": self.n_repairs, "polishes": self.n_polishes,
                                  "repair_seconds": self.repair_time,
+                                 "start_seconds": self.start_time,
                                  "trace": list(self.trace)})   # copies: the state may go on
         res.info["stop_reason"] = res.status
         return res
@@ -760,7 +764,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         ``dual_residual``, ``lagrangian_gap`` (relative), ``restarts``, ``rejected_steps``,
         ``primal_weight``, ``step_size``, ``operator_norm``, ``checks``, ``repairs`` (targeted
         repairs of the certificate), ``polishes`` (complementarity polishes), ``repair_seconds``
-        (the wall-clock time of both), ``stop_reason``
+        (the wall-clock time of both), ``start_seconds`` (of the cold start: the start point's
+        validation, the power iteration, the primal weight), ``stop_reason``
         (= ``status``), and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
         relative dual residual, relative Lagrangian gap, restart error, candidate is average).
@@ -828,6 +833,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed) ->
         omega = float(primal_weight)
     state = PDHGState(model, M, y, eta=eta, omega=omega, adaptive_step=adaptive_step, operator=op,
                       t_start=t_start)
+    state.start_time = time.perf_counter() - t_start
     return state, norm_K
 
 
