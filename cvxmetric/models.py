@@ -94,7 +94,7 @@ POLISH_RIDGE = 1e-10
 #: PDHG's repair budget admitted a second, earlier polish on syn-d50-m10000 that did not stop it
 #: sooner (144 iterations either way).
 POLISH_SINGLE_PRECISION = True
-#: Ridge of the single-precision Gram matrix, relative to its mean diagonal entry: about ten
+#: Ridge of the single-precision Gram matrix, relative to its mean diagonal entry: about eight
 #: float32 epsilons, so that its Cholesky factor exists wherever the double one does up to a
 #: condition of ~1e6 (the refinement removes its effect on the solution).
 POLISH_RIDGE_SINGLE = 1e-6
