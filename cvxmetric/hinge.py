@@ -313,10 +313,12 @@ class QuadrupletGeometry:
         n_points, n_pairs = min(self.X.shape[0], 2 * halves), halves
         return operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=not full), halves
 
-    def product_cost(self, which: str = "K", *, r: int | None = None) -> float:
+    def product_cost(self, which: str = "K", *, r: int | None = None, n_rows: int | None = None) -> float:
         """Modelled seconds of ``K`` (values; of a rank-``r`` factor when given) or ``"Kt"`` on the
-        path :meth:`operator_path` chooses (:func:`operator_costs`)."""
-        costs, _ = self._costs(r, None)
+        path :meth:`operator_path` chooses (:func:`operator_costs`), over all constraints or over
+        ``n_rows`` of them (``rows=`` of :meth:`weighted_sum`, whose points path builds a pair
+        table for the call)."""
+        costs, _ = self._costs(r, n_rows)
         k = 0 if which == "K" else 1
         return min(costs["points"][k], costs["differences"][k])
 

@@ -33,7 +33,9 @@ shared points (:math:`O(n d^2 + m d)`: :math:`Z = X M`, one dot product per endp
 :math:`K^* y = X^\top \mathcal{L}_y X`); :math:`K M^+` reads the projection's eigenpairs as a
 factor of rank r (:math:`O(n d r + m r)`) where the model says it pays. :math:`K M^+` and
 :math:`K^* y^+` are cached, so an iteration costs one ``eigh`` (the projection,
-:func:`cvxmetric.linalg.project_psd`) plus one :math:`K` and one :math:`K^*`. The state of the
+:func:`cvxmetric.linalg.project_psd`) plus one :math:`K` and one :math:`K^*`; the :math:`K^*` is an
+update over the multipliers that changed (a multiplier at a bound stays there) where the model
+prices that below a full product (``INCREMENTAL_ADJOINT``; recomputed in full at every check). The state of the
 method is a :class:`PDHGState` (step, check, restart, result). The practical ingredients of PDLP
 (Applegate et al., 2021) and its KKT-restart variant (cuPDLP, Lu & Yang, 2023):
 
@@ -143,6 +145,16 @@ POWER_ITERATIONS = 8
 #: is a lower one): measured on syn-d5 (400 quadruplets), 8 / 15 / 30 steps read 0.973 / 0.998 /
 #: 1.000 of ||K||_2, so 0.99 / estimate was above 1/||K||_2 after 8.
 POWER_ITERATIONS_CONSTANT_STEP = 50
+#: Each step updates :math:`K'^* y` by the product over the multipliers that changed, where the
+#: cost model prices that below a full product (late steps change few: a multiplier at a bound
+#: stays there), and a check recomputes it in full (so a chain of updates is at most
+#: ``CHECK_EVERY`` long, and every score and certificate reads an exact product). Measured on
+#: syn-d50-m10000 (one BLAS thread): 9-11 % of the multipliers change per step from iteration 32 on,
+#: K'* over them 0.6 ms against 2.8 ms; the solve 1.21 -> 0.81 s at the same 144 iterations and
+#: certified gap (to 1e-11). At d = 500 (79 % change) and with 10^5-10^6 constraints on 2,000 points
+#: (the full product is over the points) the cost model keeps the full product. False: always the
+#: full product (ablations).
+INCREMENTAL_ADJOINT = True
 #: The targeted repair of the certificate (a few dozen passes over the constraints, see
 #: :meth:`cvxmetric.models.HingeModel.dual_bound`) runs at a check only when the candidate's relative
 #: restart error fell by this factor since the last repair (or the residual test holds): a point
@@ -239,6 +251,29 @@ class _ScaledOperator:
     def adjoint(self, y: np.ndarray) -> np.ndarray:
         r""":math:`K'^* y = K^* (y / s)`."""
         return self.geometry.weighted_sum(y / self.s)
+
+    def update_rows(self, y_old: np.ndarray, y_new: np.ndarray) -> Optional[np.ndarray]:
+        """The entries that changed from ``y_old`` to ``y_new`` where :meth:`adjoint_update` takes
+        the product over them (``INCREMENTAL_ADJOINT``, and the cost model of :mod:`cvxmetric.hinge`
+        prices it below a full product), else None (the full product)."""
+        if not INCREMENTAL_ADJOINT:
+            return None
+        changed = np.flatnonzero(y_new != y_old)
+        geom = self.geometry
+        if changed.size and geom.product_cost("Kt", n_rows=changed.size) >= geom.product_cost("Kt"):
+            return None
+        return changed
+
+    def adjoint_update(self, KTy: np.ndarray, y_old: np.ndarray, y_new: np.ndarray) -> np.ndarray:
+        r""":math:`K'^* y_{new}` from ``KTy`` :math:`= K'^* y_{old}`: plus :math:`K'^*(y_{new} - y_{old})`
+        over the entries that changed (:meth:`update_rows`), or the full product. A fresh array."""
+        changed = self.update_rows(y_old, y_new)
+        if changed is None:
+            return self.adjoint(y_new)
+        if changed.size == 0:
+            return KTy.copy()
+        dy = (y_new[changed] - y_old[changed]) / self.s[changed]
+        return KTy + self.geometry.weighted_sum(dy, rows=changed)
 
 
 def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter: Optional[int] = None,
@@ -462,7 +497,7 @@ class PDHGState:
             self.rejected += 1
             self.eta = self._next_eta(eta_max)
             return False
-        self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, self.op.adjoint(y_new)
+        self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, self.op.adjoint_update(self.KTy, self.y, y_new)
         self.norm2 = max(float(lam[-1]), 0.0) if lam.size else 0.0
         self.w_sum += eta
         self.M_sum += eta * self.M
@@ -594,6 +629,8 @@ class PDHGState:
         """Score the current iterate and the average, keep the best point and bound; returns the
         restart candidate's score and whether it is the average."""
         self.n_checks += 1
+        if INCREMENTAL_ADJOINT:   # the steps updated K'* y: scores and certificates read it exact
+            self.KTy = self.op.adjoint(self.y)
         cur = self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         avg_pt = self._average() if self.w_sum > 0 else None
         avg = self.score(*avg_pt) if avg_pt is not None else cur
