@@ -17,7 +17,9 @@ For each size it prints the build time (data, model, pair table), the solve time
 the milliseconds per iteration beside the measured **floor** (the products one iteration cannot
 avoid, each timed alone on the same model at the solver's last step size: the projection of one
 step from the returned point, by the eigensolver the solver would choose; K M at the projected
-point through its rank-r factor where the solver uses it; and K* y), their ratio, the same floor
+point through its rank-r factor where the solver uses it; and K* y as the run's steps computed it,
+the full product or the update over the multipliers that changed, in the run's proportions), their
+ratio, the same floor
 through difference vectors (the operators before
 issue 9: one (d x d) product per constraint half), and the
 certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
@@ -115,46 +117,51 @@ def _best_time(fn, repeats: int = FLOOR_REPEATS, clock=time.perf_counter) -> flo
     return best
 
 
-def floor(model, M: np.ndarray, y: np.ndarray, step: tuple) -> dict:
+def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1, 0, 0.0)) -> dict:
     """Seconds of the products of one iteration, each timed alone, at the solver's own last step:
     the projection of A = (M - tau (R + K'* y')) / (1 + tau q), with tau = eta / omega from
     ``step = (eta, omega)``, by the eigensolver PDHG would choose (the rank hint is the
     projection's own rank); K' at the projected point through its eigenpairs (the rank-r factor
-    where the cost model takes it); and K'* y' as the solver's steps compute it (the update over
-    the multipliers that changed, where the cost model takes it: timed at the last of
-    ``CHECK_EVERY`` steps from the returned point, whose changed fraction is printed). The rank
-    printed is the projection's number of positive eigenvalues (not a count of the round-off
+    where the cost model takes it); and K'* y' as the solver's steps computed it, from
+    ``adjoint = (steps, updates, mean rows)`` of the run (``info["adjoint_updates"]``,
+    ``info["adjoint_update_rows"]``): the full product for the steps that took it, the update over
+    that many changed multipliers (at random rows) for the others, averaged over the steps. The
+    rank printed is the projection's number of positive eigenvalues (not a count of the round-off
     eigenvalues of the returned M)."""
     from cvxmetric.linalg import project_psd
-    from cvxmetric.solvers.pdhg import CHECK_EVERY, _ScaledOperator, start_state
+    from cvxmetric.solvers.pdhg import _ScaledOperator
 
     op = _ScaledOperator(model)
     eta, omega = step
     tau = eta / omega
     y_scaled = np.asarray(y) * op.s
     R = np.asarray(model.R, dtype=np.float64)
-    A = (M - tau * (R + op.adjoint(y_scaled))) / (1.0 + tau * float(model.q))
+    KTy = op.adjoint(y_scaled)
+    A = (M - tau * (R + KTy)) / (1.0 + tau * float(model.q))
     Mp, lam, V = project_psd(A, return_eig=True, partial=None)
     r = int(np.count_nonzero(lam > 0))
 
     def project():
         return project_psd(A, return_eig=True, partial=None, rank_hint=r)
 
-    # K'* y' of a step: CHECK_EVERY steps from the returned point, the last one's update
-    state = start_state(model, M0=M, y0=y, step_size=eta, primal_weight=omega)
-    for _ in range(CHECK_EVERY):
-        y_old, KTy_old = state.y, state.KTy
-        state.step()
-    y_new = state.y
-    rows = state.op.update_rows(y_old, y_new)
-    path_Kt = model.geometry.operator_path("Kt")[0] if rows is None else \
-        f"{model.geometry.operator_path('Kt', n_rows=max(rows.size, 1))[0]} over {rows.size / model.m:.0%}"
+    n_steps, n_updates, mean_rows = adjoint
+    n_steps = max(int(n_steps), 1)
+    share = min(int(n_updates), n_steps) / n_steps
+    k = min(max(int(round(mean_rows)), 1), model.m)
+    y_new = y_scaled.copy()
+    rows = np.random.default_rng(0).choice(model.m, k, replace=False)
+    y_new[rows] += 1.0
 
-    def adjoint_step():
-        return state.op.adjoint_update(KTy_old, y_old, y_new)
+    def adjoint_step(clock=time.perf_counter):
+        full = _best_time(lambda: op.adjoint(y_scaled), clock=clock)
+        update = _best_time(lambda: op.adjoint_update(KTy, y_scaled, y_new), clock=clock) if share else 0.0
+        return (1.0 - share) * full + share * update
 
+    path_Kt = model.geometry.operator_path("Kt")[0]
+    if share:
+        path_Kt += f", {share:.0%} updates over {k / model.m:.0%}"
     t_K = _best_time(lambda: op.apply(Mp, eig=(lam, V)))
-    t_Kt = _best_time(adjoint_step)
+    t_Kt = adjoint_step()
     t_eig = _best_time(project)
     # the same products through one difference vector per constraint (today's path before issue 9)
     geom, y_unscaled = model.geometry, np.asarray(y)
@@ -163,7 +170,7 @@ def floor(model, M: np.ndarray, y: np.ndarray, step: tuple) -> dict:
     # the same three in CPU seconds of this process (one BLAS thread): the time waiting for a core on
     # a loaded machine is left out of both the floor and the solve's CPU time per iteration
     cpu = time.process_time
-    t_cpu = (_best_time(lambda: op.apply(Mp, eig=(lam, V)), clock=cpu) + _best_time(adjoint_step, clock=cpu)
+    t_cpu = (_best_time(lambda: op.apply(Mp, eig=(lam, V)), clock=cpu) + adjoint_step(cpu)
              + _best_time(project, clock=cpu))
     return {"K": t_K, "Kt": t_Kt, "eig": t_eig, "total": t_K + t_Kt + t_eig, "cpu_total": t_cpu, "rank": r,
             "differences": t_diff + t_eig,
@@ -181,7 +188,8 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         res = pdhg(model, certificate_tol=size.certificate_tol, time_limit=time_limit)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-    fl = floor(model, res.M, res.multipliers, (res.info["step_size"], res.info["primal_weight"]))
+    fl = floor(model, res.M, res.multipliers, (res.info["step_size"], res.info["primal_weight"]),
+               (res.n_iter - res.info["rejected_steps"], res.info["adjoint_updates"], res.info["adjoint_update_rows"]))
     gap = None if res.lower_bound is None else relative_gap(res.objective, res.lower_bound)
     # seconds to the first check whose best objective and best bound so far certify 1e-3
     best_f, best_lb, t_1e3 = math.inf, None, None

@@ -230,6 +230,7 @@ class _ScaledOperator:
         smax = float(s.max(initial=0.0))
         s[s <= EMPTY_ROW_RTOL * smax] = 1.0
         self.s = s
+        self.n_updates = self.updated_rows = 0   # adjoint_update's updates and their rows (reported)
 
     def apply(self, M: np.ndarray, eig: Optional[tuple] = None) -> np.ndarray:
         r""":math:`K' M`. ``eig = (lam, V)``, the eigendecomposition M was projected from
@@ -270,6 +271,8 @@ class _ScaledOperator:
         changed = self.update_rows(y_old, y_new)
         if changed is None:
             return self.adjoint(y_new)
+        self.n_updates += 1
+        self.updated_rows += changed.size
         if changed.size == 0:
             return KTy.copy()
         dy = (y_new[changed] - y_old[changed]) / self.s[changed]
@@ -725,6 +728,8 @@ class PDHGState:
                                  "checks": self.n_checks, "repairs": self.n_repairs, "polishes": self.n_polishes,
                                  "repair_seconds": self.repair_time,
                                  "start_seconds": self.start_time,
+                                 "adjoint_updates": self.op.n_updates,
+                                 "adjoint_update_rows": self.op.updated_rows / max(self.op.n_updates, 1),
                                  "trace": list(self.trace)})   # copies: the state may go on
         res.info["stop_reason"] = res.status
         return res
@@ -802,7 +807,9 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         ``primal_weight``, ``step_size``, ``operator_norm``, ``checks``, ``repairs`` (targeted
         repairs of the certificate), ``polishes`` (complementarity polishes), ``repair_seconds``
         (the wall-clock time of both), ``start_seconds`` (of the cold start: the start point's
-        validation, the power iteration, the primal weight), ``stop_reason``
+        validation, the power iteration, the primal weight), ``adjoint_updates`` (steps whose
+        :math:`K'^* y` was an update over the changed multipliers, ``INCREMENTAL_ADJOINT``) and
+        ``adjoint_update_rows`` (their mean number of rows), ``stop_reason``
         (= ``status``), and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
         relative dual residual, relative Lagrangian gap, restart error, candidate is average).
