@@ -139,9 +139,14 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
 
 def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.ndarray, dtype) -> Optional[np.ndarray]:
     """The rounds of :func:`_clamped_least_change` with the Gram matrix and its factors in ``dtype``;
-    None from a single-precision pass whose factor failed or whose refinement fell short."""
+    None from a single-precision pass that cannot vouch for its result (a factor failed, the
+    refinement fell short, or the rounds ran out). The single-precision Gram matrix is that of
+    ``B / max|B|`` (no overflow or underflow at any scale of the data)."""
     single = dtype != np.float64
-    B_f = B.astype(dtype) if single else B
+    b = float(np.abs(B).max(initial=0.0)) if single else 1.0
+    if not (b > 0 and math.isfinite(b)):
+        b = 1.0
+    B_f = (B / b).astype(dtype) if single else B
     n_eq = B.shape[1]
     ridge = POLISH_RIDGE_SINGLE if single else POLISH_RIDGE
 
@@ -151,8 +156,11 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
         G[np.diag_indices_from(G)] += ridge * float(np.trace(G)) / n_eq
         return G
 
+    def solve(factor, rhs):   # of the unscaled system: G = (B^T B + mu I) / b^2
+        return scipy.linalg.cho_solve(factor, (rhs / (b * b)).astype(dtype)).astype(np.float64)
+
     y, free, G = y0.copy(), np.ones(y0.size, dtype=bool), gram(None)
-    mu = POLISH_RIDGE * (float(np.trace(G)) / n_eq) / (1.0 + ridge)     # the double-precision ridge
+    mu = POLISH_RIDGE * b * b * (float(np.trace(G)) / n_eq) / (1.0 + ridge)     # the double-precision ridge
     for _ in range(POLISH_ROUNDS):
         try:
             factor = scipy.linalg.cho_factor(G)
@@ -165,28 +173,30 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
             except np.linalg.LinAlgError:
                 break
         rhs = -(e0 + B.T @ (y - y0))
-        z = scipy.linalg.cho_solve(factor, rhs.astype(dtype)).astype(np.float64)
+        z = solve(factor, rhs)
         step = B @ z
         new = np.where(free, y + step, y)
         out = free & ((new < 0.0) | (new > upper))
-        if single and not np.any(out):
-            step = _refined_step(B, free, rhs, z, step, factor, mu, dtype)
+        if single and not np.any(out):   # the last round, unless the refined step leaves the box
+            step = _refined_step(B, free, rhs, z, step, lambda r: solve(factor, r), mu)
             if step is None:
                 return None
             new = np.where(free, y + step, y)
+            out = free & ((new < 0.0) | (new > upper))
         y = np.clip(new, 0.0, upper)
         if not np.any(out):
-            break
+            return y
         free &= ~out
         B_out = B_f[out]
         G -= B_out.T @ B_out   # syrk, as above (B[out].T @ B[out] is two copies: a general product)
-    return y
+    return None if single else y
 
 
-def _refined_step(B, free, rhs, z, step, factor, mu, dtype) -> Optional[np.ndarray]:
+def _refined_step(B, free, rhs, z, step, solve, mu) -> Optional[np.ndarray]:
     r"""Iterative refinement of a single-precision solution z of :math:`(B_F^\top B_F + \mu I) z =`
-    ``rhs`` in double precision (``POLISH_REFINE_STEPS``): the step :math:`B z` on the rows, or None
-    when the residual does not reach ``POLISH_REFINE_RTOL``."""
+    ``rhs`` in double precision (at most ``POLISH_REFINE_STEPS``, each one ``solve`` of the
+    single-precision factor): the step :math:`B z` on the rows, or None when the residual does not
+    reach ``POLISH_REFINE_RTOL``."""
     target = POLISH_REFINE_RTOL * float(np.linalg.norm(rhs))
 
     def residual(z, step):
@@ -196,7 +206,7 @@ def _refined_step(B, free, rhs, z, step, factor, mu, dtype) -> Optional[np.ndarr
     for _ in range(POLISH_REFINE_STEPS):
         if float(np.linalg.norm(res)) <= target:
             return step
-        z = z + scipy.linalg.cho_solve(factor, res.astype(dtype))
+        z = z + solve(res)
         step = B @ z
         res = residual(z, step)
     return step if float(np.linalg.norm(res)) <= target else None

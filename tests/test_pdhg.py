@@ -380,8 +380,8 @@ def test_incremental_adjoint_is_the_full_product():
             assert chosen is not None and np.array_equal(np.sort(chosen), np.sort(rows))
         if frac == 1.0:
             assert chosen is None
-        out = op.adjoint_update(KTy, y_old, y_new)
-        assert out is not KTy
+        out, exact = op.adjoint_update(KTy, y_old, y_new)
+        assert out is not KTy and exact == (chosen is None)
         np.testing.assert_allclose(out, op.adjoint(y_new), rtol=0, atol=1e-12 * np.abs(KTy).max())
 
 
@@ -401,7 +401,8 @@ def test_incremental_adjoint_keeps_the_iterates(monkeypatch):
 
     monkeypatch.setattr(geom, "weighted_sum", counting)
     fast = pdhg(model, certificate_tol=1e-4)
-    assert calls["rows"] > 0
+    assert calls["rows"] > 0 and fast.info["adjoint_updates"] > 0
+    assert 0 < fast.info["adjoint_update_rows"] < model.m
     monkeypatch.setattr(mod, "INCREMENTAL_ADJOINT", False)
     full = pdhg(model, certificate_tol=1e-4)
     assert (fast.n_iter, fast.converged) == (full.n_iter, full.converged) and fast.converged

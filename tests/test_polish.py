@@ -46,7 +46,7 @@ def test_polished_multipliers_are_dual_feasible_and_tight(near_solution):
     S = model.R + model.geometry.weighted_sum(yp)
     lam = np.linalg.eigvalsh(0.5 * (S + S.T))
     # PSD up to the ridge of the polish's equations (relative 1e-10; measured -1.9e-11 relative)
-    assert lam[0] >= -10 * POLISH_RIDGE * np.max(np.abs(lam))
+    assert lam[0] >= -POLISH_RIDGE * np.max(np.abs(lam))
     polished = model.dual_bound(yp, upper=upper, repair_steps=0)
     repaired = model.dual_bound(y, upper=upper)
     assert polished <= p_up                                        # a valid bound
@@ -170,8 +170,18 @@ def test_single_precision_pass_gives_the_double_precision_multipliers(near_solut
     import cvxmetric.models as mod
 
     model, M, y, _, _ = near_solution
+    passes = []
+    rounds = mod._clamped_rounds
+
+    def recording(B, e0, y0, upper, dtype):
+        out = rounds(B, e0, y0, upper, dtype)
+        passes.append((np.dtype(dtype).name, out is not None))
+        return out
+
+    monkeypatch.setattr(mod, "_clamped_rounds", recording)
     monkeypatch.setattr(mod, "POLISH_SINGLE_PRECISION", True)
     single = model.complementary_multipliers(M, y)
+    assert passes == [("float32", True)]            # the single-precision pass vouched for itself
     monkeypatch.setattr(mod, "POLISH_SINGLE_PRECISION", False)
     double = model.complementary_multipliers(M, y)
     change = np.linalg.norm(double - np.clip(y, 0.0, model.coef))
@@ -199,3 +209,21 @@ def test_single_precision_pass_hands_an_ill_conditioned_system_to_double():
     single = _clamped_rounds(well, e0, y0, upper, np.float32)
     assert single is not None
     np.testing.assert_allclose(single, _clamped_rounds(well, e0, y0, upper, np.float64), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("a", [1e-20, 1e20])
+def test_single_precision_pass_at_any_scale(a):
+    """Equations scaled far beyond float32's range (B -> a B, e0 -> a e0: the same solution): the
+    single-precision pass works on B / max|B|, so it neither overflows nor underflows."""
+    from cvxmetric.models import _clamped_rounds
+
+    rng = np.random.default_rng(1)
+    B = rng.standard_normal((300, 60))
+    y0 = rng.uniform(0.2, 0.8, 300)
+    upper = np.ones(300)
+    e0 = 0.5 * B.T @ rng.standard_normal(300)
+    ref = _clamped_rounds(B, e0, y0, upper, np.float64)
+    assert np.any((ref == 0) | (ref == 1))                                          # clamps happened
+    scaled = _clamped_rounds(a * B, a * e0, y0, upper, np.float32)
+    assert scaled is not None
+    np.testing.assert_allclose(scaled, ref, rtol=0, atol=1e-9)

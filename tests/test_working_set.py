@@ -332,9 +332,11 @@ def test_rebind_keeps_a_constant_step_valid_and_checks_rows():
     state = start_state(model.subset(np.arange(20)), adaptive_step=False)
     pdhg(state.model, state=state, max_iter=16, warn=False)
     rows = np.where(np.arange(model.m) < 20, np.arange(model.m), -1)
+    state.op.n_updates, state.op.updated_rows = 3, 30     # the K'* update counters carry over
     new = state.rebind(model, state.M, np.zeros(model.m), rows)
     assert new.eta * estimate_operator_norm(new.op.apply, new.op.adjoint, model.d, n_iter=1000, seed=1) < 1.0
     assert new.rank == state.rank
+    assert (new.op.n_updates, new.op.updated_rows) == (3, 30)
     new.history.append(0.0)
     assert len(new.history) == len(state.history) + 1   # the old state's record is its own
     with pytest.raises(ValueError, match="rows must be"):
