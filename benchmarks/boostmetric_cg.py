@@ -187,7 +187,11 @@ def instance_rows(task) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--instances", nargs="+", default=list(DEFAULT_INSTANCES))
+    from cvxmetric.instances import list_instances
+
+    hinge = [name for name in list_instances("boostmetric") if "hinge" in name]   # column generation's loss
+    ap.add_argument("--instances", nargs="+", default=list(DEFAULT_INSTANCES), choices=hinge, metavar="NAME",
+                    help=f"BoostMetric hinge instances (default: {' '.join(DEFAULT_INSTANCES)}; one of {', '.join(hinge)})")
     ap.add_argument("--cap", type=positive_float, default=600.0, help="Clarabel's wall-clock cap in seconds (default 600)")
     ap.add_argument("--mem-gb", type=positive_float, default=10.0, help="Clarabel's address-space cap in GB (default 10)")
     ap.add_argument("--plain", action="store_true", help="also run the paper's plain rule (1 column, no stabilization)")

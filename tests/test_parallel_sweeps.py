@@ -122,7 +122,8 @@ def test_dask_requested_but_not_installed_exits_2(monkeypatch, capsys):
 @pytest.mark.parametrize("module, argv", [("hierarchy", ["--seeds", "0"]), ("boostmetric_table1", ["--splits", "-1"]),
                                           ("eigh", ["--fractions", "1.5"]), ("scale", ["--time-limit", "-1"]),
                                           ("working_set", ["--time-limit", "0"]), ("boostmetric_cg", ["--cap", "-1"]),
-                                          ("peer_itml", ["--repeats", "0"])])
+                                          ("peer_itml", ["--repeats", "0"]),
+                                          ("boostmetric_cg", ["--instances", "iris-exp"])])   # not a hinge instance
 def test_a_bad_count_or_time_is_a_usage_error(module, argv, capsys):
     """Exit 2 with the argument named (argparse), before any work: not a traceback later."""
     import importlib
