@@ -413,8 +413,7 @@ class PDHGState:
         self.history: list[float] = []
         self.trace: list[tuple] = []
 
-    def rebind(self, model: HingeModel, M: np.ndarray, y: np.ndarray, rows: np.ndarray, *,
-               restart: bool = False) -> "PDHGState":
+    def rebind(self, model: HingeModel, M: np.ndarray, y: np.ndarray, rows: np.ndarray) -> "PDHGState":
         r"""This state moved to another model on the same data and linear term (a working set's next
         restricted model), at the point ``(M, y)`` (``y`` unscaled, on the rows of ``model``): a warm
         start that keeps what a cold start would have to learn again.
@@ -425,9 +424,6 @@ class PDHGState:
         -1 for a new row, whose multipliers start at 0), the average's products recomputed on
         ``model``. Reset: the best point and bound, which belong to the old model's objective. A
         constant step (``adaptive_step=False``) is recomputed as 0.99/||K'|| of the new model.
-        ``restart``: ``(M, y)`` is not where this state's trajectory went (a working set that
-        returns to its best point): it becomes the restart point and a new cycle starts there, with
-        no average carried.
         """
         rows = np.asarray(rows)
         if rows.shape != (model.m,) or not np.issubdtype(rows.dtype, np.integer) \
@@ -446,12 +442,9 @@ class PDHGState:
 
         new.n_iter, new.rejected, new.n_restarts, new.n_checks = self.n_iter, self.rejected, self.n_restarts, self.n_checks
         new.n_weight_updates = self.n_weight_updates
+        new.M_last, new.y_last = self.M_last, moved(self.y_last)
         new.rho, new.err_prev_cand, new.cycle_start = self.rho, self.err_prev_cand, self.cycle_start
-        if check_bool(restart, "restart"):   # the restart point and cycle are the new ones of __init__
-            new.cycle_start = self.n_iter
-        else:
-            new.M_last, new.y_last = self.M_last, moved(self.y_last)
-        if self.w_sum > 0 and not restart:
+        if self.w_sum > 0:
             new.w_sum, new.M_sum, new.y_sum = self.w_sum, self.M_sum.copy(), moved(self.y_sum)
             new.KM_sum, new.KTy_sum = new.op.apply(new.M_sum), new.op.adjoint(new.y_sum)
         new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost

@@ -460,7 +460,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
             state = start_state(sub, M0=M, y0=np.clip(y, 0.0, sub.coef),
                                 **{k: pdhg_options[k] for k in _COLD_START if k in pdhg_options})
         else:   # the previous round's state, moved onto the new W (a warm start, not a cold one)
-            state = state.rebind(sub, M, y, rows, restart=reverted)
+            state = state.rebind(sub, M, y, rows)
         before = state.n_iter
         res = _quiet_pdhg(sub, state=state, **run)   # advances the state
         n_round = state.n_iter - before
@@ -472,10 +472,8 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         if callback is not None:
             callback(rnd, res.M, scan.value)
         outside = int(np.sum(ws.outside(scan)[1] > 0))
-        reverted = not best.offer_point(scan, res.M, y, ws.ids)
-        if reverted:
-            # a restricted optimum far outside W (worse over all constraints): back to the best point,
-            # a restart there (the abandoned trajectory's average and restart point are not carried)
+        if not best.offer_point(scan, res.M, y, ws.ids):
+            # a restricted optimum far outside W (worse over all constraints): back to the best point
             M, y = best.M, _take(best.y, positions(ws.ids, best.ids))
         # two bounds of the full problem: PDHG's of the restricted one (p*_W <= p*), and the full
         # model's dual bound at the zero-padded multiplier, with the best full objective as upper
