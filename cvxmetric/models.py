@@ -103,6 +103,13 @@ POLISH_RIDGE_SINGLE = 1e-6
 #: equations they must reach.
 POLISH_REFINE_STEPS = 3
 POLISH_REFINE_RTOL = 1e-10
+#: The single-precision pass gives up at once when its first Cholesky factor's diagonal spreads
+#: wider than this (its squared max/min ratio, a cheap lower estimate of the Gram matrix's
+#: condition): the refinement would not reach ``POLISH_REFINE_RTOL``. Measured: 6 on
+#: syn-d50-m10000 (condition 55), 1.1e5 on digits' LMNN, whose equations are redundant (condition
+#: ~1e299), where the single pass ran all its rounds before its refinement failed (0.35 s instead
+#: of 0.15 s for the polish).
+POLISH_SINGLE_MAX_SPREAD = 1e4
 
 
 def _nonzero_or_inf(v: np.ndarray) -> np.ndarray:
@@ -139,9 +146,11 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
 
 def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.ndarray, dtype) -> Optional[np.ndarray]:
     """The rounds of :func:`_clamped_least_change` with the Gram matrix and its factors in ``dtype``;
-    None from a single-precision pass that cannot vouch for its result (a factor failed, the
-    refinement fell short, or the rounds ran out). The single-precision Gram matrix is that of
-    ``B / max|B|`` (no overflow or underflow at any scale of the data)."""
+    None from a single-precision pass that cannot vouch for its result (a factor failed or spread
+    beyond ``POLISH_SINGLE_MAX_SPREAD``, or the refinement fell short). Rounds that run out with entries still leaving the box return the
+    clamped point in either precision (the double pass would run out as well: measured on digits'
+    LMNN, where redoing it in double doubled the polish's time). The single-precision Gram matrix
+    is that of ``B / max|B|`` (no overflow or underflow at any scale of the data)."""
     single = dtype != np.float64
     b = float(np.abs(B).max(initial=0.0)) if single else 1.0
     if not (b > 0 and math.isfinite(b)):
@@ -161,7 +170,7 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
 
     y, free, G = y0.copy(), np.ones(y0.size, dtype=bool), gram(None)
     mu = POLISH_RIDGE * b * b * (float(np.trace(G)) / n_eq) / (1.0 + ridge)     # the double-precision ridge
-    for _ in range(POLISH_ROUNDS):
+    for k in range(POLISH_ROUNDS):
         try:
             factor = scipy.linalg.cho_factor(G)
         except np.linalg.LinAlgError:     # round-off of the downdates: rebuild from the free rows
@@ -172,6 +181,10 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
                 factor = scipy.linalg.cho_factor(G)
             except np.linalg.LinAlgError:
                 break
+        if single and k == 0:             # too ill-conditioned for the refinement: double at once
+            diag = np.abs(np.diag(factor[0]))
+            if float(diag.max()) ** 2 > POLISH_SINGLE_MAX_SPREAD * float(diag.min()) ** 2:
+                return None
         rhs = -(e0 + B.T @ (y - y0))
         z = solve(factor, rhs)
         step = B @ z
@@ -189,7 +202,7 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
         free &= ~out
         B_out = B_f[out]
         G -= B_out.T @ B_out   # syrk, as above (B[out].T @ B[out] is two copies: a general product)
-    return None if single else y
+    return y
 
 
 def _refined_step(B, free, rhs, z, step, solve, mu) -> Optional[np.ndarray]:
