@@ -89,7 +89,8 @@ POLISH_RIDGE = 1e-10
 #: the Gram syrk 53 -> 28 ms, each Cholesky factor 17 -> 11 ms, the downdates 17 -> 9 ms, the whole
 #: polish 200 -> 130 ms; after two refinement steps the equations' residual is float64's (6e-11
 #: relative, 6e-7 unrefined). A single-precision pass that cannot vouch for its result (a Cholesky
-#: factor failed, or the refinement did not reach ``POLISH_REFINE_RTOL``) is redone in double.
+#: factor failed or spread beyond ``POLISH_SINGLE_MAX_SPREAD``, or the refinement did not reach
+#: ``POLISH_REFINE_RTOL``) is redone in double.
 #: The cost model (:meth:`HingeModel.polish_plan`) keeps the double-precision price: at half of it,
 #: PDHG's repair budget admitted a second, earlier polish on syn-d50-m10000 that did not stop it
 #: sooner (144 iterations either way).
@@ -147,10 +148,11 @@ def _clamped_least_change(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: 
 def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.ndarray, dtype) -> Optional[np.ndarray]:
     """The rounds of :func:`_clamped_least_change` with the Gram matrix and its factors in ``dtype``;
     None from a single-precision pass that cannot vouch for its result (a factor failed or spread
-    beyond ``POLISH_SINGLE_MAX_SPREAD``, or the refinement fell short). Rounds that run out with entries still leaving the box return the
-    clamped point in either precision (the double pass would run out as well: measured on digits'
-    LMNN, where redoing it in double doubled the polish's time). The single-precision Gram matrix
-    is that of ``B / max|B|`` (no overflow or underflow at any scale of the data)."""
+    beyond ``POLISH_SINGLE_MAX_SPREAD``, or the refinement fell short). Rounds that run out with
+    entries still leaving the box return the clamped point in either precision (the double pass
+    would run out as well: measured on digits' LMNN, where redoing it in double doubled the
+    polish's time). The single-precision Gram matrix is that of ``B / max|B|`` (no overflow or
+    underflow at any scale of the data)."""
     single = dtype != np.float64
     b = float(np.abs(B).max(initial=0.0)) if single else 1.0
     if not (b > 0 and math.isfinite(b)):
@@ -167,6 +169,10 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
 
     def solve(factor, rhs):   # of the unscaled system: G = (B^T B + mu I) / b^2
         return scipy.linalg.cho_solve(factor, (rhs / (b * b)).astype(dtype)).astype(np.float64)
+
+    def moved(step):           # the free entries moved by step, and those that leave the box
+        new = np.where(free, y + step, y)
+        return new, free & ((new < 0.0) | (new > upper))
 
     y, free, G = y0.copy(), np.ones(y0.size, dtype=bool), gram(None)
     mu = POLISH_RIDGE * b * b * (float(np.trace(G)) / n_eq) / (1.0 + ridge)     # the double-precision ridge
@@ -188,14 +194,12 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
         rhs = -(e0 + B.T @ (y - y0))
         z = solve(factor, rhs)
         step = B @ z
-        new = np.where(free, y + step, y)
-        out = free & ((new < 0.0) | (new > upper))
+        new, out = moved(step)
         if single and not np.any(out):   # the last round, unless the refined step leaves the box
             step = _refined_step(B, free, rhs, z, step, lambda r: solve(factor, r), mu)
             if step is None:
                 return None
-            new = np.where(free, y + step, y)
-            out = free & ((new < 0.0) | (new > upper))
+            new, out = moved(step)
         y = np.clip(new, 0.0, upper)
         if not np.any(out):
             return y

@@ -146,15 +146,15 @@ POWER_ITERATIONS = 15
 #: is a lower one): measured on syn-d5 (400 quadruplets), 8 / 15 / 30 steps read 0.973 / 0.998 /
 #: 1.000 of ||K||_2 (0.99 / estimate is above 1/||K||_2 after 8).
 POWER_ITERATIONS_CONSTANT_STEP = 50
-#: Each step updates :math:`K'^* y` by the product over the multipliers that changed, where the
-#: cost model prices that below a full product (late steps change few: most multipliers at a bound
-#: stay there); a check after such steps recomputes the current point's and the average's K'* y
-#: as full products, so scores and certificates read products, not chains of updates. Measured on
-#: syn-d50-m10000 (one BLAS thread): 9-11 % of the multipliers change per step from iteration 32 on,
-#: K'* over them 0.6 ms against 2.8 ms; the solve 1.21 -> 0.81 s at the same 144 iterations and
-#: certified gap (to 1e-11). With 10^5 / 10^6 constraints on 2,000 points it takes the update in 55 %
-#: / 24 % of the steps (4-5 % of the rows change); at d = 500 and 1000 (~80 % change) the full
-#: product. False: always the full product (ablations).
+#: Each step updates :math:`K'^* y` by the product over the multipliers that changed (their
+#: difference vectors), where the cost model prices that below a full product (late steps change
+#: few: most multipliers at a bound stay there); a check after such steps recomputes the current
+#: point's and the average's K'* y as full products, so scores and certificates read products, not
+#: chains of updates. Measured on syn-d50-m10000 (one BLAS thread): 9-11 % of the multipliers change
+#: per step from iteration 32 on, K'* over them 0.6 ms against 2.8 ms; the solve 1.21 -> 0.81 s at
+#: the same 144 iterations and certified gap (to 1e-11). With 10^5 constraints on 2,000 points 42 %
+#: of the steps take the update; at 10^6 (the changed rows cost more than the full product over the
+#: points) and at d = 500 and 1000 (~80 % change) none. False: always the full product (ablations).
 INCREMENTAL_ADJOINT = True
 #: The targeted repair of the certificate (a few dozen passes over the constraints, see
 #: :meth:`cvxmetric.models.HingeModel.dual_bound`) runs at a check only when the candidate's relative
