@@ -16,6 +16,9 @@ Exit status: 0 when every row passes, 1 when a check fails (the table still prin
 reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file, ``--dask``
 without dask.distributed installed or with an unreachable scheduler).
 
+Standard output carries the report (the table, or the JSON with ``--json``) and nothing else:
+whatever a library or a worker writes to the process' stdout while the cases run goes to stderr.
+
 Parallel runs spread whole cases (method x instance) over processes or machines; one problem is
 never split. The rows and their order are those of the serial run; only timings differ.
 """
@@ -31,6 +34,7 @@ import numpy as np
 
 from cvxmetric import parallel
 from cvxmetric._checks import argument_type
+from cvxmetric._output import foreign_output_redirected
 
 from .harness import BLAS_THREADS, ReferenceCache, default_cases, score_point, verify_cases
 from .registry import get_spec, list_methods
@@ -172,7 +176,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                 raise ValueError("--check-matrix needs an --instance (and --method when several methods "
                                  "have an instance of that name)")
             point = load_point(args.check_matrix)
-            result = score_point(methods[0], args.instance, point, seed=args.seed)
+            with foreign_output_redirected(to=2):
+                result = score_point(methods[0], args.instance, point, seed=args.seed)
             if args.json:
                 print(json.dumps(result, indent=1))
             else:
@@ -186,7 +191,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                     print(f"error: {e}")
             return 0 if result["passed"] else 1
         cases = default_cases(methods, args.instance)
-        rows = _run(cases, args)
+        with foreign_output_redirected(to=2):
+            rows = _run(cases, args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
