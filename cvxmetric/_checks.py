@@ -15,10 +15,11 @@ from collections.abc import Callable, Collection, Mapping
 
 import numpy as np
 
-from .tolerances import SYMMETRY_RTOL, ZERO_LENGTH_RTOL
+from .tolerances import DATA_SCALE_MAX, DATA_SCALE_MIN, SYMMETRY_RTOL, ZERO_LENGTH_RTOL
 
 __all__ = [
     "as_data_matrix",
+    "check_data_scale",
     "as_square_symmetric",
     "as_labels",
     "as_index_array",
@@ -69,7 +70,8 @@ def as_data_matrix(X, name: str = "X", *, min_rows: int = 1) -> np.ndarray:
         If ``X`` is not a real numeric array: complex (its imaginary part would be dropped),
         strings, Python objects or a ragged nested list.
     ValueError
-        If ``X`` is not 2-D, has fewer than ``min_rows`` rows, zero columns, or holds NaN/inf.
+        If ``X`` is not 2-D, has fewer than ``min_rows`` rows, zero columns, holds NaN/inf, or
+        has a scale outside ``[DATA_SCALE_MIN, DATA_SCALE_MAX]`` (:func:`check_data_scale`).
     """
     arr = _as_real_float_array(X, name, "a numeric array of shape (n, d)")
     if arr.ndim != 2:
@@ -84,7 +86,30 @@ def as_data_matrix(X, name: str = "X", *, min_rows: int = 1) -> np.ndarray:
             f"{name} contains NaN or inf (first at row {bad[0]}, column {bad[1]}); "
             "remove or impute non-finite values first"
         )
+    check_data_scale(arr, name)
     return arr
+
+
+def check_data_scale(X: np.ndarray, name: str = "X") -> None:
+    """ValueError when the finite array ``X`` is too large or its spread too small for float64.
+
+    The largest magnitude must be at most ``DATA_SCALE_MAX`` and the spread (the largest
+    ``max - min`` of a feature) at least ``DATA_SCALE_MIN`` unless it is 0 (all rows equal);
+    see :data:`cvxmetric.tolerances.DATA_SCALE_MAX` for why. The message gives the factor that
+    brings ``X`` back to unit scale.
+    """
+    if X.size == 0:
+        return
+    top = float(np.max(np.abs(X)))
+    if top > DATA_SCALE_MAX:
+        raise ValueError(f"{name} has entries up to {top:.3g}, beyond the largest data scale the solvers handle "
+                         f"({DATA_SCALE_MAX:.3g}): its squared distances and their products overflow float64. "
+                         f"Rescale it first, e.g. {name} / {top:.3g} or sklearn's StandardScaler")
+    spread = float(np.max(np.ptp(X, axis=0))) if X.shape[0] > 1 else 0.0
+    if 0.0 < spread < DATA_SCALE_MIN:
+        raise ValueError(f"{name} spreads over at most {spread:.3g} in any feature, below the smallest data scale "
+                         f"the solvers handle ({DATA_SCALE_MIN:.3g}): its squared distances and their products "
+                         f"underflow float64. Rescale it first, e.g. {name} / {spread:.3g} or sklearn's StandardScaler")
 
 
 def as_square_symmetric(M, name: str = "M", *, d: int | None = None, psd: bool = False,

@@ -26,6 +26,16 @@ RANK_RTOL = 1e-6
 #: below any difference a data set resolves (12 significant digits).
 ZERO_LENGTH_RTOL = 1e-12
 
+#: The scales of data every method accepts: the largest magnitude of X at most DATA_SCALE_MAX and
+#: its spread (the largest difference between two rows in a feature) at least DATA_SCALE_MIN
+#: when it is not zero. The solvers form squared differences and their products (the Gram matrix
+#: of the constraint matrices holds fourth powers of the data, summed over up to 10^7 constraints
+#: and d^2 entries), which stay well inside float64's range (1e-308..1e308) at 2^+-130 (about
+#: 1e+-39); outside it a learned metric, which scales as 1 / scale^2, would not be representable
+#: either. Data outside the range get a ValueError that says so and how to rescale.
+DATA_SCALE_MAX = 2.0 ** 130
+DATA_SCALE_MIN = 2.0 ** -130
+
 
 #: A matrix is in the Fantope F_k when its eigenvalues are in [-tol, 1 + tol] and its trace is
 #: within tol of k: a projector built as V_k V_k^T from an eigendecomposition is off by ~1e-15,
