@@ -27,7 +27,7 @@ from .hinge import QuadrupletGeometry
 from .linalg import psd_factor
 from .models import HingeModel, pull_matrix
 
-__all__ = ["lmnn_model", "lmnn_pull_model", "check_lmnn_params", "ImpostorSearch", "impostor_oracle",
+__all__ = ["lmnn_model", "lmnn_pull_model", "lmnn_start", "check_lmnn_params", "ImpostorSearch", "impostor_oracle",
            "too_many_triplets_message", "CHUNK_ELEMENTS", "CANDIDATE_RTOL",
            "MAX_WORKING_TRIPLETS", "DIAGNOSIS_POINTS"]
 
@@ -71,6 +71,26 @@ def lmnn_pull_model(X, targets: np.ndarray, regularization: float,
     geometry = QuadrupletGeometry(X, constraints, _validated=True)
     R = regularization * pull_matrix(X, targets)
     return HingeModel(geometry, np.array(constraints.weight, dtype=np.float64), R, 0.0, name="lmnn")
+
+
+def lmnn_start(X, targets, margin: float) -> np.ndarray:
+    r"""The default start of the LMNN solvers: the identity scaled to the data's units.
+
+    :math:`M_0 = \alpha I` with :math:`\alpha = \text{margin} / \overline{\|x_i - x_j\|^2}`, the mean
+    over the target pairs ``targets``: under :math:`M_0` a target neighbour lies at squared
+    distance ``margin`` on average, where the hinge terms start to act. LMNN is invariant under
+    :math:`X \to sX,\ M \to M / s^2` and so is this start (:math:`\alpha \to \alpha / s^2`), so
+    the solvers take the same path at every scale of the data; the plain identity starts a
+    factor :math:`s^2` away from the optimum's scale (measured: digits' pixels 0..16, 368 PDHG
+    iterations and 37 s from the identity, against 176 iterations and 1.2 s at pixels / 16).
+    The direction stays the Euclidean metric, under which the target neighbours were chosen.
+    Targets that all coincide (mean 0) give the identity.
+    """
+    X = as_data_matrix(X)
+    diff = X[targets[:, 0]] - X[targets[:, 1]]
+    mean = float(np.mean(np.einsum("ij,ij->i", diff, diff))) if len(diff) else 0.0
+    alpha = margin / mean if mean > 0 else 1.0
+    return alpha * np.eye(X.shape[1])
 
 
 def lmnn_model(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> HingeModel:

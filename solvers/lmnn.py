@@ -52,7 +52,7 @@ import numpy as np
 from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, check_method_options,
                                keyword_options)
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
-                            lmnn_model, lmnn_pull_model)
+                            lmnn_model, lmnn_pull_model, lmnn_start)
 from cvxmetric.linalg import symmetrize
 from cvxmetric.models import HingeModel
 
@@ -214,8 +214,10 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     method : {"subgradient", "pdhg"}
         The projected subgradient engine, or PDHG on a working set (module docstring).
     M0 : array_like, shape (d, d), optional
-        PSD start (default: the identity, i.e. the Euclidean metric, where LMNN's target
-        neighbours were chosen; at M = 0 every triplet is violated).
+        PSD start. Default: the Euclidean metric scaled to the data's units
+        (:func:`cvxmetric.lmnn.lmnn_start`: a target neighbour at squared distance ``margin`` on
+        average), so the solvers take the same path for X and s X; at M = 0 every triplet is
+        violated.
     max_triplets : int, optional
         Bound on the working set of ``impostors="search"`` (default
         :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`); rejected with ``impostors="materialised"``.
@@ -276,8 +278,8 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
                          "impostors='materialised' (drop it)")
     max_triplets = MAX_WORKING_TRIPLETS if max_triplets is None else max_triplets
     d = X.shape[1]
-    M0 = np.eye(d) if M0 is None else as_square_symmetric(M0, "M0", d=d, psd=True)
     search = ImpostorSearch(X, y, n_neighbors, margin=margin)
+    M0 = lmnn_start(X, search.target_pairs, margin) if M0 is None else as_square_symmetric(M0, "M0", d=d, psd=True)
     pull = lmnn_pull_model(X, search.target_pairs, regularization)
     wh = PullWhitening.of(pull) if whiten else None
     if wh is not None:

@@ -454,3 +454,16 @@ def test_pdhg_method_round_limit_warns():
         res = solve_lmnn(X, y, 2, method="pdhg", max_rounds=1, round_iter=1)
     assert not res.converged
     assert res.objective == pytest.approx(ImpostorSearch(X, y, 2).objective(res.M, 0.5), rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["pdhg", "subgradient"])
+def test_default_start_takes_the_same_path_at_every_data_scale(method):
+    """LMNN is invariant under X -> sX, M -> M / s^2, and so is its default start: the iteration
+    counts and the certified optimum do not depend on the data's units."""
+    X, y = _small(seed=3, n_per=8, d=4)
+    runs = {s: solve_lmnn(X * s, y, 2, method=method, tol=1e-3) for s in (2.0 ** -20, 1.0, 2.0 ** 20)}
+    counts = [r.n_iter for r in runs.values()]
+    assert all(r.converged for r in runs.values())
+    assert max(counts) <= 1.5 * min(counts), counts
+    objectives = [r.objective for r in runs.values()]
+    assert max(objectives) - min(objectives) <= 2e-3 * max(objectives)
