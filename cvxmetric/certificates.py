@@ -13,8 +13,9 @@ denominator floored at 1 turns the gap into an absolute one whenever :math:`|p^*
 an 8.8 % error then passes a 1e-3 test, and it changes the verdict when the objective is
 multiplied by a constant. With this denominator the gap is invariant under every positive scaling
 of the objective (all weights times :math:`c`, and the data scalings the methods are invariant
-under). Its one blind spot is an optimum that is itself (numerically) zero, where no relative
-measure exists: the default instances have a clearly positive optimum (DESIGN §6).
+under). Its one blind spot is an optimum that is itself zero, where no relative measure exists:
+there the caller passes the problem's reference value (its objective at M = 0), and an interval
+within ``ZERO_OPTIMUM_RTOL`` of that value of zero certifies p* = 0.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["relative_gap", "relative_difference", "Bounds", "WRONG_CERTIFICATE_RTOL"]
+__all__ = ["relative_gap", "relative_difference", "Bounds", "WRONG_CERTIFICATE_RTOL", "ZERO_OPTIMUM_RTOL"]
 
 #: A certified lower bound may exceed the value of a feasible point by this much, relatively: the
 #: round-off of evaluating both (an objective through sums or cvxpy, a bound through eigenvalues).
@@ -31,7 +32,16 @@ __all__ = ["relative_gap", "relative_difference", "Bounds", "WRONG_CERTIFICATE_R
 WRONG_CERTIFICATE_RTOL = 1e-9
 
 
-def relative_gap(upper: Optional[float], lower: Optional[float]) -> float:
+#: A certified interval whose two ends are within ZERO_OPTIMUM_RTOL times the problem's reference
+#: value of zero certifies a zero optimum: the gap's denominator is floored at that size (see
+#: :func:`relative_gap`). The reference is the objective at a trivial point (a hinge model's value at
+#: M = 0: every constraint at its margin), so the floor scales with the objective and the verdict
+#: stays scale invariant. 1e-9 sits far above the round-off of evaluating an objective of that
+#: size (~1e-16 relative per term) and far below any optimum the methods resolve otherwise.
+ZERO_OPTIMUM_RTOL = 1e-9
+
+
+def relative_gap(upper: Optional[float], lower: Optional[float], reference: Optional[float] = None) -> float:
     r"""Relative width :math:`(u - \ell) / \max(|u|, |\ell|)` of a certified interval.
 
     Parameters
@@ -40,6 +50,11 @@ def relative_gap(upper: Optional[float], lower: Optional[float]) -> float:
         Objective of a feasible point (an upper bound on a minimum).
     lower : float or None
         A certified lower bound on the same minimum.
+    reference : float, optional
+        The problem's reference value (its objective at a trivial point, e.g. M = 0). Given, the
+        denominator is at least ``ZERO_OPTIMUM_RTOL * |reference|``: an optimum that is zero (a
+        separable LMNN problem with n <= d) has no relative measure of its own, and an interval
+        within ``ZERO_OPTIMUM_RTOL * |reference|`` of zero then certifies it.
 
     Returns
     -------
@@ -54,7 +69,8 @@ def relative_gap(upper: Optional[float], lower: Optional[float]) -> float:
         return math.inf
     if upper == lower:
         return 0.0
-    return (upper - lower) / max(abs(upper), abs(lower))
+    floor = 0.0 if reference is None else ZERO_OPTIMUM_RTOL * abs(float(reference))
+    return (upper - lower) / max(abs(upper), abs(lower), floor)
 
 
 def relative_difference(value: float, reference: float) -> float:

@@ -53,6 +53,7 @@ from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, 
                                keyword_options)
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model, lmnn_start)
+from cvxmetric.certificates import ZERO_OPTIMUM_RTOL
 from cvxmetric.linalg import symmetrize
 from cvxmetric.models import HingeModel
 
@@ -298,4 +299,17 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     else:
         res = _unwhiten(res, wh, pull)
     res.info.update({"n_triplets": search.n_triplets, "impostors": impostors})
-    return res
+    return _with_zero_optimum_note(res, (1.0 - regularization) * margin * search.n_triplets)
+
+
+def _with_zero_optimum_note(res: SolverResult, reference: float) -> SolverResult:
+    """``info["zero_optimum"]``, and the message says what a certified optimum of 0 means."""
+    zero = (res.converged and res.lower_bound is not None and res.lower_bound <= 0.0
+            and res.objective <= ZERO_OPTIMUM_RTOL * reference)
+    res.info["zero_optimum"] = bool(zero)
+    if not zero:
+        return res
+    note = ("the optimum is 0: every target pair can be collapsed and every impostor pushed beyond the margin "
+            "(the training triplets are separable, as they typically are when n <= d); M is one of many optimal "
+            "metrics, and a larger margin or more data gives a more informative one")
+    return dataclasses.replace(res, message=f"{res.message}; {note}")

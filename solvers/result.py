@@ -121,7 +121,8 @@ def make_result(solver: str, *, objective: float, measure: str, tol: float, stop
                 M: Optional[np.ndarray] = None, w: Optional[np.ndarray] = None,
                 measure_value: Optional[float] = None, lower_bound: Optional[float] = None,
                 multipliers=None, n_iter: int = 0, history=(), time: float = 0.0,
-                info: Optional[dict] = None, detail: str = "", warn: bool = True) -> SolverResult:
+                info: Optional[dict] = None, detail: str = "", warn: bool = True,
+                reference: Optional[float] = None) -> SolverResult:
     r"""Build a :class:`SolverResult` whose verdict follows from its optimality measure.
 
     Parameters
@@ -132,7 +133,7 @@ def make_result(solver: str, *, objective: float, measure: str, tol: float, stop
         Objective at the returned (feasible) point.
     measure : {"certified_gap", "kkt_residual"}
         The optimality measure. For ``"certified_gap"``, ``measure_value`` defaults to
-        ``relative_gap(objective, lower_bound)``.
+        ``relative_gap(objective, lower_bound, reference)``.
     tol : float
         The tolerance: ``converged = measure_value <= tol``.
     stop_reason : str
@@ -154,13 +155,16 @@ def make_result(solver: str, *, objective: float, measure: str, tol: float, stop
     warn : bool
         Issue a :class:`ConvergenceWarning` when not converged (inner solves of an outer loop
         pass False and report through the outer result).
+    reference : float, optional
+        The problem's objective at M = 0, against which a zero optimum is certified
+        (:func:`cvxmetric.certificates.relative_gap`).
     """
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}; got {measure!r}")
     if stop_reason not in STOP_REASONS and stop_reason != "converged":
         raise ValueError(f"stop_reason must be one of {STOP_REASONS}; got {stop_reason!r}")
     objective = float(objective)
-    gap = None if lower_bound is None else relative_gap(objective, lower_bound)
+    gap = None if lower_bound is None else relative_gap(objective, lower_bound, reference)
     if measure == "certified_gap" and measure_value is None:
         measure_value = math.inf if gap is None else gap
     if measure_value is None:

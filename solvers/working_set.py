@@ -148,6 +148,15 @@ class ConstraintPool:
         """The first working set at the start ``M0`` (never empty), from the pass ``scan`` at ``M0``."""
         raise NotImplementedError
 
+    def reference_value(self) -> float:
+        """The full objective at M = 0 (every constraint at its margin): the scale a zero optimum is
+        certified against (:func:`cvxmetric.certificates.relative_gap`'s ``reference``)."""
+        raise NotImplementedError
+
+    def trivial_bound(self) -> Optional[float]:
+        """A lower bound known before any solve (the dual bound at y = 0), or None."""
+        return None
+
     @property
     def threshold(self) -> float:
         """:math:`-s\\bar\\delta`: constraints with a larger margin value are near the margin."""
@@ -191,6 +200,9 @@ class ModelPool(ConstraintPool):
         Ky = sub.geometry.weighted_sum(np.clip(y, 0.0, sub.coef))
         return self.model.certify(full, upper, Ky=Ky, repair_steps=0)[0]
 
+    def reference_value(self) -> float:
+        return float(self.model.coef @ np.maximum(self.model.constraints.delta, 0.0))
+
     def initial(self, M0, scan, max_add):
         if scan.ids.size:
             return largest_margins(scan.ids, scan.margins, max_add)
@@ -228,7 +240,7 @@ class ImpostorPool(ConstraintPool):
         self._last_factor = L
         codes, wide = self.wide.violated_codes(L, return_margins=True)
         t = wide - self.slack * self.search.margin
-        value = self._empty.regularizer(M) + (1.0 - self.regularization) * float(np.sum(t[t > 0]))
+        value = self._pull_value(L) + (1.0 - self.regularization) * float(np.sum(t[t > 0]))
         return Scan(codes, t, value)
 
     def submodel(self, ids):
@@ -243,6 +255,21 @@ class ImpostorPool(ConstraintPool):
 
     def full_bound(self, sub, ids, y, upper):
         return sub.certify(y, upper, repair_steps=0)[0]
+
+    def reference_value(self) -> float:
+        return (1.0 - self.regularization) * self.search.margin * self.search.n_triplets
+
+    def trivial_bound(self) -> float:
+        # every term of LMNN's objective is nonnegative on the PSD cone (the dual bound at y = 0)
+        return 0.0
+
+    def _pull_value(self, L: np.ndarray) -> float:
+        """The pull term at M = L^T L as rho * sum ||L (x_i - x_j)||^2 over the target pairs: never
+        negative, where <R, M> through R's round-off could be (R is singular when n <= d, and M may
+        grow along its null space at no cost)."""
+        pairs = self.search.target_pairs
+        diff = (self.search.X[pairs[:, 0]] - self.search.X[pairs[:, 1]]) @ L.T
+        return self.regularization * float(np.einsum("ij,ij->", diff, diff))
 
     def initial(self, M0, scan, max_add):
         scale = 1.0
@@ -287,6 +314,9 @@ class WorkingSet:
         near = np.isin(self.ids, scan.ids, assume_unique=True)
         self.idle = np.where(near | (y > 0), 0, self.idle + 1)
         keep = self.idle < self.drop_after if self.drop_after else np.ones(self.ids.size, dtype=bool)
+        if not keep.any() and not np.any(~np.isin(scan.ids, self.ids, assume_unique=True)):
+            # a point beyond every margin (a zero optimum): W never empties, it keeps its constraints
+            keep[:] = True
         n_drop = int(np.sum(~keep))
         self.dropped = np.union1d(self.dropped, self.ids[~keep])
         self.n_dropped += n_drop
@@ -443,10 +473,12 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
     M0 = as_square_symmetric(M0, "M0", d=pool.d, psd=True)
     t_start = time.perf_counter()
     scan = pool.scan(M0)   # the one pass at the start: the first W and f(M0)
+    reference = pool.reference_value()
     ws = WorkingSet(pool.initial(M0, scan, max_add), drop_after)
     M, y, rows = M0, np.zeros(len(ws)), None
     best = _Best()
     best.offer_point(scan, M, y, ws.ids)   # the start competes too: rounds that end worse revert to it
+    best.offer_bound(pool.trivial_bound(), np.zeros(len(ws)), ws.ids)
     history, sizes, iters, added, dropped, trace = [], [], [], [], [], []
     n_iter, budget, state = 0, round_iter, None
     stop_reason = "max_iter"
@@ -481,7 +513,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         best.offer_bound(pool.full_bound(sub, ws.ids, res.multipliers, best.f), res.multipliers, ws.ids)
         # PDHG's stopping rule, for the full problem: a certified gap within tol, or the restricted
         # solve stopped (its KKT test) with nothing violated outside W and the gap within certificate_tol
-        gap = relative_gap(best.f, best.lb)
+        gap = relative_gap(best.f, best.lb, reference)
         trace.append((rnd, time.perf_counter() - t_start, n_iter, len(ws), scan.value, best.f, best.lb, gap))
         settled = outside == 0 and res.status == "converged"
         if gap <= tol or (settled and (gap <= certificate_tol or best.lb is None)):
@@ -499,13 +531,13 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         added.append(n_add)
         dropped.append(n_drop)
     return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol,
-                   n_iter, history, t_start,
+                   n_iter, history, t_start, reference,
                    {"working_set_sizes": sizes, "pdhg_iterations": iters, "added": added, "dropped": dropped,
                     "trace": trace})
 
 
 def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol, n_iter,
-            history, t_start, info) -> SolverResult:
+            history, t_start, reference, info) -> SolverResult:
     """The result contract of :func:`solve_working_set` (see its Returns)."""
     if best.lb is not None:
         measure, measure_tol, measure_value = "certified_gap", certificate_tol, None
@@ -529,12 +561,12 @@ def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certifi
     info.update({"rounds": len(history), "working_set_size": len(ws), "working_set": ws.ids, "model": sub,
                  "violated_outside_working_set": outside, "violated_at_solution": violated_at,
                  "readded": ws.readded, "pdhg_stop_reason": res.info["stop_reason"], "lower_bound": best.lb,
-                 "certified_gap": None if best.lb is None else relative_gap(best.f, best.lb),
+                 "certified_gap": None if best.lb is None else relative_gap(best.f, best.lb, reference),
                  "y": mult, "multiplier_ids": mult_ids})
     return make_result(solver_name, objective=best.f, measure=measure, tol=measure_tol, stop_reason=stop_reason,
                        M=best.M, measure_value=measure_value, lower_bound=best.lb, multipliers=mult,
                        n_iter=n_iter, history=history, time=time.perf_counter() - t_start, detail=detail,
-                       info=info)
+                       info=info, reference=reference)
 
 
 #: The options :func:`solve_working_set` reads through a facade: its own (``M0`` included), the

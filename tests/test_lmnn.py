@@ -467,3 +467,19 @@ def test_default_start_takes_the_same_path_at_every_data_scale(method):
     assert max(counts) <= 1.5 * min(counts), counts
     objectives = [r.objective for r in runs.values()]
     assert max(objectives) - min(objectives) <= 2e-3 * max(objectives)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_n_at_most_d_is_a_zero_optimum(seed):
+    """n <= d: the training triplets are separable and p* = 0. The fit certifies it (lower bound 0,
+    the objective within ZERO_OPTIMUM_RTOL of the objective at M = 0 of zero), returns a finite
+    PSD metric, and says what the result means."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(8, 20)), np.repeat([0, 1], 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = solve_lmnn(X, y, 3, method="pdhg")
+    assert res.converged and res.lower_bound == 0.0
+    assert 0.0 <= res.objective <= 1e-9 * 0.5 * 96
+    assert np.all(np.isfinite(res.M)) and np.linalg.eigvalsh(res.M).min() >= -1e-9 * np.abs(res.M).max()
+    assert res.info["zero_optimum"] and "the optimum is 0" in res.message
