@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
+from threadpoolctl import threadpool_limits
 
 from cvxmetric.datasets import DATASETS
 from cvxmetric.exceptions import ConvergenceWarning
@@ -83,19 +84,20 @@ def estimator(name: str):
 def run_row(task: tuple[str, str, str]) -> Row:
     """One default fit."""
     name, dataset, preprocessing = task
-    X, y = prepared(dataset, preprocessing)
-    est = estimator(name)
-    start = time.perf_counter()
+    shape, start = (0, 0), time.perf_counter()
     try:
+        X, y = prepared(dataset, preprocessing)
+        shape, est = X.shape, estimator(name)
+        start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             est.fit(X, y)
     except Exception as exc:   # a row that fails says why; the table goes on
-        return Row(name, dataset, preprocessing, *X.shape, time.perf_counter() - start, "-", False, "-",
+        return Row(name, dataset, preprocessing, *shape, time.perf_counter() - start, "-", False, "-",
                    np.nan, np.nan, np.nan, f"{type(exc).__name__}: {exc}")
     seconds = time.perf_counter() - start
     res = est.result_
-    return Row(name, dataset, preprocessing, *X.shape, seconds, res.n_iter, bool(res.converged), res.measure,
+    return Row(name, dataset, preprocessing, *shape, seconds, res.n_iter, bool(res.converged), res.measure,
                float(res.measure_value), float(res.tol), float(res.objective))
 
 
@@ -123,9 +125,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     tasks = [(e, ds, p) for e in args.estimators for ds in args.datasets for p in args.preprocessing]
     rows = []
-    for row in map_rows(run_row, tasks, args, label=lambda t: " ".join(t)):
-        rows.append(row)
-        print(" | ".join(cells(row)), flush=True)
+    with threadpool_limits(limits=1, user_api="blas"):   # the serial loop too: one BLAS thread per fit
+        for row in map_rows(run_row, tasks, args, label=lambda t: " ".join(t)):
+            rows.append(row)
+            print(" | ".join(cells(row)), flush=True)
     table = [list(COLUMNS)] + [cells(r) for r in rows]
     if args.write_docs:
         write_table("defaults", "python -m benchmarks.defaults", table)
