@@ -168,7 +168,12 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
         return G
 
     def solve(factor, rhs):   # of the unscaled system: G = (B^T B + mu I) / b^2
-        return scipy.linalg.cho_solve(factor, (rhs / (b * b)).astype(dtype)).astype(np.float64)
+        # the right-hand side enters at unit size (a power of two: exact), its scale and 1/b^2 are
+        # applied in double precision: rhs / b^2 leaves single precision's range for data far from 1
+        r = float(np.abs(rhs).max(initial=0.0))
+        r = 2.0 ** math.ceil(math.log2(r)) if r > 0 and math.isfinite(r) else 1.0
+        z = scipy.linalg.cho_solve(factor, (rhs / r).astype(dtype)).astype(np.float64)
+        return z * (r / (b * b))
 
     def moved(step):           # the free entries moved by step, and those that leave the box
         new = np.where(free, y + step, y)
@@ -943,7 +948,7 @@ class HingeModel:
 
     def regularizer(self, M: np.ndarray) -> float:
         r""":math:`\langle R, M\rangle + \tfrac q2 \|M\|_F^2`."""
-        return float(np.vdot(self.R, M) + 0.5 * self.q * np.vdot(M, M))
+        return float(np.vdot(self.R, M) + (0.5 * self.q * np.vdot(M, M) if self.q else 0.0))
 
     def regularizer_grad(self, M: np.ndarray) -> np.ndarray:
         """Gradient of :meth:`regularizer`: ``R + q M``."""
