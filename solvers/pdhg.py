@@ -873,6 +873,8 @@ class PDHGState:
                                  "start_seconds": self.start_time,
                                  "adjoint_updates": self.op.n_updates,
                                  "adjoint_update_rows": self.op.updated_rows / max(self.op.n_updates, 1),
+                                 "congruence_factors": (None if self.congruence is None
+                                                        else self.congruence.D.copy()),
                                  "trace": list(self.trace)})   # copies: the state may go on
         res.info["stop_reason"] = res.status
         return res
@@ -958,7 +960,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         (the wall-clock time of both), ``start_seconds`` (of the cold start: the start point's
         validation, the power iteration, the primal weight), ``adjoint_updates`` (steps whose
         :math:`K'^* y` was an update over the changed multipliers, ``INCREMENTAL_ADJOINT``) and
-        ``adjoint_update_rows`` (their mean number of rows), ``stop_reason``
+        ``adjoint_update_rows`` (their mean number of rows), ``congruence_factors`` (the
+        diagonal D of the equilibration, or None where it was not used), ``stop_reason``
         (= ``status``), and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
         relative dual residual, relative Lagrangian gap, restart error, candidate is average).

@@ -463,6 +463,7 @@ def test_equilibrated_and_plain_paths_certify_the_same_optimum():
     plain = pdhg(model, equilibrate=False)
     assert eq.converged and plain.converged and eq.measure == plain.measure == "certified_gap"
     assert eq.objective == model.value(eq.M)
+    assert eq.info["congruence_factors"] is not None and plain.info["congruence_factors"] is None
     assert eq.lower_bound <= plain.objective * (1 + 1e-12) and plain.lower_bound <= eq.objective * (1 + 1e-12)
     assert seen and all(seen)
     assert np.all(np.linalg.eigvalsh(eq.M) >= -1e-12 * np.abs(eq.M).max())
