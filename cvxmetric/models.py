@@ -35,7 +35,7 @@ from .constraints import ConstraintSet
 from .hinge import COST_DENSE, COST_GEMM, HingeLoss, QuadrupletGeometry
 from .linalg import positive_eigenpairs, power_of_two, triu_indices
 
-__all__ = ["HingeModel", "HingeRescaling", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
+__all__ = ["HingeModel", "HingeRescaling", "HingeCongruence", "qwise_model", "pull_matrix", "REGULARIZERS", "PD_RTOL",
            "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT", "POLISH_RANK_RTOL",
            "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "PolishPlan"]
 
@@ -168,7 +168,12 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
         return G
 
     def solve(factor, rhs):   # of the unscaled system: G = (B^T B + mu I) / b^2
-        return scipy.linalg.cho_solve(factor, (rhs / (b * b)).astype(dtype)).astype(np.float64)
+        # the right-hand side enters at unit size (a power of two: exact), its scale and 1/b^2 are
+        # applied in double precision: rhs / b^2 leaves single precision's range for data far from 1
+        r = float(np.abs(rhs).max(initial=0.0))
+        r = 2.0 ** math.ceil(math.log2(r)) if r > 0 and math.isfinite(r) else 1.0
+        z = scipy.linalg.cho_solve(factor, (rhs / r).astype(dtype)).astype(np.float64)
+        return z * (r / (b * b))
 
     def moved(step):           # the free entries moved by step, and those that leave the box
         new = np.where(free, y + step, y)
@@ -267,6 +272,30 @@ class HingeRescaling:
     def description(self) -> str:
         return (f"X x {self.data_scale:.6g}, margins / {self.margin_scale:.6g}, values / "
                 f"{self.value_scale:.6g}, M = {self.point_scale:.6g} M'")
+
+
+@dataclass(frozen=True)
+class HingeCongruence:
+    r"""A congruent twin of a :class:`HingeModel` with :math:`q = 0` (see :meth:`HingeModel.congruent`).
+
+    The twin has data :math:`X \mathrm{Diag}(D)` and linear term :math:`DRD` (``D`` the diagonal),
+    so :math:`A_c' = D A_c D` and ``original.value(point(M')) == model.value(M')`` for every
+    :math:`M'`; :math:`M \mapsto D^{-1} M D^{-1}` maps the PSD cone onto itself, so both problems
+    have the same optimal value, every bound of the twin bounds the original, and the hinge rows
+    and multipliers are the same. Exact in floating point when every :math:`D_a` is a power of two.
+    """
+
+    original: "HingeModel"
+    model: "HingeModel"
+    D: np.ndarray
+
+    def point(self, M_twin: np.ndarray) -> np.ndarray:
+        r"""The original's point :math:`D M' D` of the twin's point :math:`M'` (a new array)."""
+        return M_twin * np.outer(self.D, self.D)
+
+    def twin_point(self, M: np.ndarray) -> np.ndarray:
+        r"""The twin's point :math:`D^{-1} M D^{-1}` of the original's point :math:`M` (a new array)."""
+        return M / np.outer(self.D, self.D)
 
 
 @dataclass(frozen=True, eq=False)
@@ -847,6 +876,39 @@ class HingeModel:
                           self.q * (a ** 4 * kappa ** 2 / v), self.name)
         return HingeRescaling(twin, a * a * kappa, v, a, kappa)
 
+    def congruent(self, D) -> HingeCongruence:
+        r"""The same problem in the coordinates :math:`M = D M' D` (``D`` a positive diagonal).
+
+        Parameters
+        ----------
+        D : array_like, shape (d,)
+            Positive finite diagonal; powers of two make the twin exact in floating point.
+
+        Returns
+        -------
+        HingeCongruence
+            The twin on data :math:`X \mathrm{Diag}(D)` with linear term :math:`D R D`, the same
+            constraints, margins and coefficients.
+
+        Notes
+        -----
+        .. math::
+            f'(M') = \langle DRD, M'\rangle + \sum_c c_c\,[\delta_c + \langle D A_c D, M'\rangle]_+
+            = f(D M' D),
+
+        since :math:`\langle D A D, M'\rangle = \langle A, D M' D\rangle`. The Frobenius term is
+        not congruence-invariant (:math:`\|D M' D\|_F \ne \|M'\|_F`), so :math:`q > 0` is a
+        ValueError.
+        """
+        if self.q != 0:
+            raise ValueError(f"congruent applies to q = 0 only (||D M' D||_F is not ||M'||_F); got q={self.q!r}")
+        D = np.asarray(D, dtype=np.float64)
+        if D.shape != (self.d,) or not np.all(np.isfinite(D)) or np.any(D <= 0):
+            raise ValueError(f"D must be {self.d} positive finite numbers; got shape {D.shape}")
+        geometry = QuadrupletGeometry(self.geometry.X * D, self.constraints, _validated=True)
+        twin = HingeModel(geometry, self.coef, self.R * np.outer(D, D), 0.0, self.name)
+        return HingeCongruence(self, twin, D.copy())
+
     def _median_squared_length(self) -> float:
         sq_u, sq_v = self.geometry.squared_lengths()
         sq = np.concatenate([sq_u, sq_v])
@@ -886,7 +948,7 @@ class HingeModel:
 
     def regularizer(self, M: np.ndarray) -> float:
         r""":math:`\langle R, M\rangle + \tfrac q2 \|M\|_F^2`."""
-        return float(np.vdot(self.R, M) + 0.5 * self.q * np.vdot(M, M))
+        return float(np.vdot(self.R, M) + (0.5 * self.q * np.vdot(M, M) if self.q else 0.0))
 
     def regularizer_grad(self, M: np.ndarray) -> np.ndarray:
         """Gradient of :meth:`regularizer`: ``R + q M``."""

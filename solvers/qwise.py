@@ -103,6 +103,14 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     ``C_P`` on pairs, :math:`w_c`, :math:`\delta_c` the weights and margins of ``constraints``
     (a pair is the quadruplet with a repeated index, :class:`~cvxmetric.constraints.ConstraintSet`)
     and :math:`C_{ij} = (x_i - x_j)(x_i - x_j)^\top`.
+
+    The program is not invariant under :math:`X \to sX`: :math:`C_{ij}` scales by :math:`s^2`
+    while the margins :math:`\delta_c` and :math:`\Omega` do not, so the optimum is not
+    :math:`M^*/s^2`. As :math:`s` shrinks the metric that reaches the margins costs more in
+    :math:`\lambda\,\Omega` than the hinge terms it removes and :math:`M = 0` becomes optimal; as
+    it grows :math:`\lambda\,\Omega` fades against the hinge terms. PDHG equilibrates features in
+    units orders of magnitude apart (:func:`cvxmetric.solvers.pdhg.equilibration`, with the trace
+    and pull regularizers); the answer is the same program's.
     """
     ws, why = _use_working_set(working_set, method, constraints, options)
     ws_only = sorted(set(options) & (WORKING_SET_OPTIONS - QWISE_METHODS["pdhg"]))

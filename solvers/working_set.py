@@ -570,6 +570,8 @@ def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certifi
 
 
 #: The options :func:`solve_working_set` reads through a facade: its own (``M0`` included), the
-#: pools' ``ws_slack`` and every PDHG round's options (``y0`` and ``warn`` are the loop's business).
+#: pools' ``ws_slack`` and every PDHG round's options (``y0`` and ``warn`` are the loop's business;
+#: the rounds continue one state, which is never equilibrated: ``equilibrate`` is not read).
 WORKING_SET_OPTIONS = (keyword_options(solve_working_set, exclude=ENGINE_HOOKS)
-                       | keyword_options(pdhg, exclude=ENGINE_HOOKS | {"M0", "y0", "warn", "state"}) | {"ws_slack"})
+                       | keyword_options(pdhg, exclude=ENGINE_HOOKS | {"M0", "y0", "warn", "state", "equilibrate"})
+                       | {"ws_slack"})

@@ -31,6 +31,15 @@ _DOC = r"""
     ``trace_weight`` :math:`\mathrm{tr}\,M` (Fantope regularization, thesis ch. 3: not convex; the
     fit is a certified critical point, measure ``"kkt_residual"``).
 
+    The problem depends on the units of X: a fixed margin beside the regularizer makes it
+    not invariant under :math:`X \to sX` (the optimum is not :math:`M^*/s^2`). As the scale shrinks,
+    distances need a metric of size :math:`1/s^2` to reach the margin, whose regularizer outweighs the
+    hinge losses, and :math:`M = 0` becomes optimal (objective :math:`C_Q \sum_q w_q\,` ``margin``);
+    as it grows, the regularizer fades and the fit tends to the least-hinge metric. Features in
+    mixed units weigh by their units (the trace costs each one alike). Standardize X (or choose
+    ``margin`` and ``reg_weight`` in its units) for a scale-free fit. The PDHG solver itself copes
+    with features in units orders of magnitude apart (:func:`cvxmetric.solvers.pdhg.equilibration`).
+
     Parameters
     ----------
     regularizer : {"trace", "frobenius", "fantope"}
