@@ -300,8 +300,8 @@ def test_lmnn_overflow_message_names_the_cause():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 15)
     X = rng.standard_normal((30, 3)) + 3.0 * y[:, None]
-    with pytest.raises(RuntimeError, match="small next to the margin"):
-        solve_lmnn(X * 1e-3, y, 2, max_triplets=20, max_iter=5)
+    with pytest.raises(RuntimeError, match="small next to the margin"):   # a start in other units than X's
+        solve_lmnn(X * 1e-3, y, 2, M0=np.eye(3), max_triplets=20, max_iter=5)
     with pytest.raises(RuntimeError, match="scale matches the margin"):
         solve_lmnn(3.0 * rng.standard_normal((30, 3)), y, 2, method="pdhg", max_triplets=20, max_iter=5)
 
