@@ -40,15 +40,33 @@ class _PairsLearner(PairsClassifierMixin, MetricLearner):
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
+def _given_bounds(bounds) -> tuple[float, float]:
+    """``fit(..., bounds=(u, l))`` validated: two finite numbers with ``0 < u < l``."""
+    try:
+        arr = np.array(bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"bounds must be a pair of numbers (u, l); got {bounds!r}") from None
+    if arr.shape != (2,):
+        raise ValueError(f"bounds must be a pair (u, l) of bounds on squared distances; got shape {arr.shape}")
+    u, l = float(arr[0]), float(arr[1])
+    if not (np.all(np.isfinite(arr)) and 0.0 < u < l):
+        raise ValueError(f"bounds must be finite with 0 < u < l (similar pairs closer than u, dissimilar pairs "
+                         f"farther than l, in squared distance); got bounds=({u:.6g}, {l:.6g})")
+    return u, l
+
+
 class _ITMLBase(MetricLearner):
     _method = "itml"
 
     def _fit_itml(self, X, S, D, bounds):
-        if bounds is None:
-            from cvxmetric.itml import default_bounds
-            u, l = default_bounds(X, S, D)
-        else:
-            u, l = (float(b) for b in np.asarray(bounds, dtype=np.float64).reshape(2))
+        from cvxmetric.itml import itml_model
+
+        u, l = (None, None) if bounds is None else _given_bounds(bounds)
+        # the problem as the user stated it (default bounds computed, not passed): its checks, the
+        # scale check of the solver's twin included, name only what the user passed
+        model = itml_model(X, S, D, u=u, l=l, gamma=self.gamma, prior=self.prior)
+        model.scaled_twin()
+        u, l = model.u, model.l
         cons = (ConstraintSet.from_pairs(S, similar=True, bound=u)
                 + ConstraintSet.from_pairs(D, similar=False, bound=l))
         self.bounds_ = np.array([u, l])
