@@ -157,8 +157,10 @@ def _joblib_outcomes(function, tasks, n_jobs, backend, blas_threads, on_done, on
 def _in_task_order(outcomes: Iterator[tuple[int, Any]], tasks: list, on_failure) -> Iterator[Any]:
     """Yield the results of ``(k, result)`` pairs (any order) in task order.
 
-    When the machinery itself fails (an exception out of ``outcomes``) and ``on_failure`` is given,
-    every task without a result yet gets ``on_failure(task, exc)``; otherwise it propagates.
+    A result that is :class:`_Raised` is raised in its turn (the serial loop's order: the results
+    of the earlier tasks first). When the machinery itself fails (an exception out of
+    ``outcomes``) and ``on_failure`` is given, every task without a result yet gets
+    ``on_failure(task, exc)``; otherwise it propagates.
     """
     results: dict[int, Any] = {}
     nxt = 0   # the next task to yield
@@ -166,7 +168,10 @@ def _in_task_order(outcomes: Iterator[tuple[int, Any]], tasks: list, on_failure)
         for k, result in outcomes:
             results[k] = result
             while nxt in results:
-                yield results.pop(nxt)
+                result = results.pop(nxt)
+                if isinstance(result, _Raised):
+                    raise result.exc
+                yield result
                 nxt += 1
     except Exception as exc:   # noqa: BLE001 - a dead worker, a lost cluster, a backend that cannot start
         if on_failure is None:
@@ -185,7 +190,8 @@ def _dask_outcomes(function, tasks, n_jobs, blas_threads, on_done, on_failure) -
     """``(k, result)`` of every task in completion order, at most ``n_jobs`` in flight (-1: all).
 
     A task's exception (raised by it, or ``KilledWorker`` / a cancellation from the scheduler)
-    is ``on_failure(task, exc)`` for that task alone; without ``on_failure`` it propagates.
+    is ``on_failure(task, exc)`` for that task alone; without ``on_failure`` it comes back as
+    :class:`_Raised`, to be raised in task order.
     """
     from distributed import as_completed, get_client
 
@@ -212,14 +218,13 @@ def _dask_outcomes(function, tasks, n_jobs, blas_threads, on_done, on_failure) -
 
 
 def _dask_result(future, task: Task, on_failure) -> Any:
-    """The result of one finished future: the task's value, or ``on_failure`` of its exception."""
+    """The result of one finished future: the task's value, or ``on_failure`` of its exception
+    (:class:`_Raised` without ``on_failure``)."""
     try:
         _, result = future.result()
     except Exception as exc:   # noqa: BLE001 - KilledWorker, a cancellation, the task's own exception
-        if on_failure is None:
-            raise
-        return on_failure(task, exc)
-    return on_failure(task, result.exc) if isinstance(result, _Raised) else result
+        result = _Raised(exc)
+    return on_failure(task, result.exc) if isinstance(result, _Raised) and on_failure is not None else result
 
 
 def run_tasks(function: Callable[[Task], Any], tasks: Iterable[Task], **kw) -> list:
