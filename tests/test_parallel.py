@@ -183,3 +183,29 @@ def test_dask_without_a_client_fails_every_task():
     results = parallel.run_tasks(str, range(3), n_jobs=-1, backend="dask",
                                  on_failure=lambda task, exc: ("failed", task))
     assert results == [("failed", 0), ("failed", 1), ("failed", 2)]
+
+
+def test_cli_exits_1_with_a_failed_row_when_dask_gives_up_on_a_case(capsys):
+    def cases_kill_their_worker():   # run on every worker: a case then kills its worker process
+        import os
+
+        from cvxmetric.verification import harness as worker_harness
+
+        def die(case, seed):
+            os._exit(1)
+
+        worker_harness._worker_case_rows = die
+
+    out = {}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            client.run(cases_kill_their_worker)
+            runner = threading.Thread(target=lambda: out.update(code=main(ARGV + ["--dask", cluster.scheduler_address])),
+                                      daemon=True)
+            runner.start()
+            runner.join(GIVE_UP_TIMEOUT)
+            assert not runner.is_alive(), "the report did not end after dask gave up on its case"
+    assert out["code"] == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert not row["passed"] and row["errors"][0].startswith("worker: KilledWorker")
