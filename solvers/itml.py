@@ -99,12 +99,13 @@ def _sweep(M, V, rows, lam, inv_xi0, sign, inv_gamma, gproj):
     from the multipliers (:func:`_resync`).
     """
     dsymv, ddot, dsyr = blas.dsymv, blas.ddot, blas.dsyr
+    inf = np.inf
     n_steps = 0
     for c in rows:
         v = V[c]
         Mv = dsymv(1.0, M, v)
         p = ddot(v, Mv)
-        if not 0.0 < p < np.inf:
+        if not 0.0 < p < inf:
             continue
         s = sign[c]
         lc = lam[c]
