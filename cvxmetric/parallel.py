@@ -13,11 +13,11 @@ through :func:`imap_tasks`:
   across tasks, and multi-threaded BLAS in several workers only oversubscribes the cores;
 * ``backend="dask"`` submits the tasks to the current ``distributed.Client`` directly
   (``client.submit`` and ``as_completed``; :func:`dask_client` opens one for ``--dask ADDRESS`` or
-  ``--dask local``). Not through joblib's Dask backend: a task the scheduler gives up on (a
-  ``KilledWorker`` after its workers died ``distributed.scheduler.allowed-failures`` times) never
-  came back from its ``generator_unordered`` results, and the run waited forever. Each future's
-  own outcome (result or exception, ``KilledWorker`` included) is read here instead, so every
-  task ends as a result or as ``on_failure``.
+  ``--dask local``). Not through joblib's Dask backend (joblib 1.6): a task the scheduler gives
+  up on (a ``KilledWorker`` after its workers died ``distributed.scheduler.allowed-failures``
+  times) never comes out of its ``generator_unordered`` results, so a run would wait forever.
+  Each future's own outcome (result or exception, ``KilledWorker`` included) is read here, so
+  every task ends as a result or as ``on_failure``.
 
 The results come back **in task order** whatever the order of completion, so a parallel run
 prints exactly what the serial run prints (only timings differ).
