@@ -14,7 +14,7 @@ import pytest
 from sklearn.datasets import load_iris, load_wine
 
 from cvxmetric.constraints import ConstraintSet
-from cvxmetric.estimators import ITML, ITML_Supervised, MMC_Supervised
+from cvxmetric.estimators import ITML, MMC, ITML_Supervised, MMC_Supervised
 from cvxmetric.estimators._supervision import label_pairs
 from cvxmetric.itml import ITMLModel
 from cvxmetric.solvers import solve_itml, solve_mmc
@@ -169,3 +169,12 @@ def test_scaled_twin_is_exact(iris_pairs):
     np.testing.assert_array_equal(twin.W * sigma, model.W)
     np.testing.assert_array_equal(twin.xi0 * sigma**2, model.xi0)
     assert model.given == {"prior"} and twin.d == model.d and twin.m == model.m
+
+
+def test_a_pair_of_identical_points_is_named_by_its_index_in_pairs(iris_pairs):
+    *_, pairs, labels = iris_pairs
+    bad = pairs.copy()
+    bad[3, 1] = bad[3, 0]
+    for learner in (ITML(), MMC()):
+        with pytest.raises(ValueError, match=r"^pairs\[3\] \(similar\) joins two identical points"):
+            learner.fit(bad, labels)

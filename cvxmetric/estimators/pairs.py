@@ -26,10 +26,22 @@ _COMMON = """solver_options : dict, optional
 class _PairsLearner(PairsClassifierMixin, MetricLearner):
     """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1."""
 
+    #: Whether a pair of (nearly) identical points is an error (ITML: its constraint is degenerate)
+    #: rather than only a pair of one point twice (every method: it joins a point to itself).
+    _reject_zero_length = False
+
     def _pairs_problem(self, pairs, y):
         P = self._tuples(pairs, 2, "pairs", reset=True)
         similar = pair_labels(y, P.shape[0])
         X, idx = canonical_tuples(P)
+        same = idx[:, 0] == idx[:, 1]
+        if self._reject_zero_length:
+            same |= zero_length_mask(X[idx[:, 0]] - X[idx[:, 1]], X)
+        if np.any(same):
+            k = int(np.argmax(same))
+            kind = "similar" if similar[k] else "dissimilar"
+            raise ValueError(f"pairs[{k}] ({kind}) joins two identical points (every feature equal up to round-off), "
+                             "so its constraint is degenerate; remove it from pairs and y")
         return X, idx[similar], idx[~similar]
 
     def fit(self, pairs, y, calibration_params=None):
@@ -97,6 +109,8 @@ class ITML(_PairsLearner, _ITMLBase):
         Certified relative gap and sweep limit of the solver; None: its defaults.
     {common}
     """
+
+    _reject_zero_length = True
 
     def __init__(self, gamma=1.0, prior=None, solver=None, tol=None, max_iter=None, solver_options=None,
                  preprocessor=None, random_state=None):
