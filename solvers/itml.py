@@ -40,6 +40,13 @@ eigen-directions of an ill-conditioned prior to round-off (in the original coord
 condition 1e11 leaves ~1e-5 relative error per update in them). :math:`M = L\tilde M L^\top` is
 formed once, at the end.
 
+Scale. The whitened problem is divided by a power of two :math:`\sigma` first
+(:meth:`cvxmetric.itml.ITMLModel.scaled_twin`: differences :math:`w_c/\sigma`, bounds over
+:math:`\sigma^2`), so its distances are about 1 whatever the scale of X and of the prior. The
+division is exact: :math:`\tilde M`, the objective and the dual bound are unchanged, the
+multipliers are mapped back by :math:`1/\sigma^2`, and X and :math:`2^k X` give the same run
+bit for bit. A scale float64 cannot hold is a ValueError that names the prior or the bound.
+
 Order of the projections: every sweep visits each pair once, in a fresh random permutation
 (seeded). This "almost cyclic" control keeps the convergence guarantee of Bregman's method and
 is dramatically faster than a fixed order: measured to a relative KKT residual of 1e-8, iris
