@@ -64,7 +64,7 @@ from .constraints import ConstraintSet
 from .linalg import power_of_two
 
 __all__ = ["ITMLModel", "ITMLDualBound", "itml_model", "default_bounds", "slack_term",
-           "DEFAULT_PERCENTILES", "DUAL_DOMAIN_MARGIN"]
+           "DEFAULT_PERCENTILES", "DUAL_DOMAIN_MARGIN", "SCALE_LIMIT"]
 
 #: Percentiles of the pairs' squared lengths used as (u, l) when no bounds are given.
 DEFAULT_PERCENTILES = (5.0, 95.0)
@@ -72,6 +72,15 @@ DEFAULT_PERCENTILES = (5.0, 95.0)
 #: Below this spectral norm of E, log det(I + E) is computed from the eigenvalues of E (log1p),
 #: above it from a Cholesky factor of I + E (see _logdet_identity_plus).
 NEAR_IDENTITY = 0.5
+
+#: The Bregman solver runs on the whitened problem divided by a power of two sigma (the median
+#: pair's largest whitened coordinate, :meth:`ITMLModel.scaled_twin`), so that its distances are
+#: about 1 at any scale of X and the prior. sigma^2, and the bounds divided by it, must lie within
+#: [1 / SCALE_LIMIT, SCALE_LIMIT]: float64's normal numbers span 2^-1022..2^1024, and the margin
+#: of 2^22 keeps sums over millions of pairs and products with gamma inside them. Outside it the
+#: slacks and multipliers of the answer (scales sigma^2 and 1 / sigma^2 times the twin's) are not
+#: representable, and the model says which input (X, prior, u/l) carries the scale.
+SCALE_LIMIT = 2.0 ** 1000
 
 #: The dual certificate keeps its repaired multipliers strictly inside the dual domain:
 #: every eigenvalue of :math:`I + \theta K` and every slack factor :math:`1 - \theta t_c` is at
@@ -88,6 +97,20 @@ def slack_term(t: np.ndarray) -> np.ndarray:
     """
     delta = np.asarray(t, dtype=np.float64) - 1.0
     return delta - np.log1p(delta)
+
+
+def _slack_terms(xi: np.ndarray, xi0: np.ndarray) -> np.ndarray:
+    r""":math:`h(\xi_c / \xi^0_c)` for positive slacks, accurate at every ratio.
+
+    Near 1 (:math:`|\delta| \le` :data:`NEAR_IDENTITY`, :math:`\delta = \xi/\xi^0 - 1` formed
+    without rounding the ratio first) as :math:`\delta - \log(1 + \delta)`; elsewhere as
+    :math:`\xi/\xi^0 - 1 - (\log\xi - \log\xi^0)`, whose logarithm keeps its accuracy for
+    ratios far from 1 (e.g. 1e-300, where :math:`\log(1 + \delta)` rounds to :math:`-\infty`).
+    """
+    delta = (xi - xi0) / xi0
+    near = np.abs(delta) <= NEAR_IDENTITY
+    safe = np.where(near, delta, 0.0)
+    return np.where(near, safe - np.log1p(safe), delta - (np.log(xi) - np.log(xi0)))
 
 
 def _logdet_identity_plus(E: np.ndarray, A: np.ndarray | None = None) -> tuple[float, float]:
@@ -157,6 +180,21 @@ def _as_pair_weights(weight, m: int) -> np.ndarray:
     return w
 
 
+def _order_message(u: float, l: float, u_default: bool, l_default: bool) -> str:
+    """The message for bounds with ``u >= l``, naming only the bounds the caller passed."""
+    def default(name: str, q: float, value: float) -> str:
+        return f"the default {name}, the {q:g}th percentile of the squared lengths of the pairs of X ({value:.6g})"
+
+    if u_default:
+        return (f"l={l:.6g} must be above u, and it is not above {default('u', DEFAULT_PERCENTILES[0], u)}: "
+                "pass a larger l, or u as well")
+    if l_default:
+        return (f"u={u:.6g} must be below l, and it is not below {default('l', DEFAULT_PERCENTILES[1], l)}: "
+                "pass a smaller u, or l as well")
+    return (f"ITML needs bounds u < l (similar below u, dissimilar above l); got u={u:.6g}, l={l:.6g}: "
+            "pass u < l")
+
+
 @dataclass(frozen=True)
 class ITMLDualBound:
     r"""A certified lower bound on the ITML optimum (see :meth:`ITMLModel.dual_bound`).
@@ -190,6 +228,12 @@ def default_bounds(X, similar, dissimilar, percentiles=DEFAULT_PERCENTILES) -> t
     -------
     (u, l) : tuple of float
         Lower and upper percentile of :math:`\|x_i - x_j\|^2` over all given pairs.
+
+    Raises
+    ------
+    ValueError
+        Without pairs, or when the two percentiles are equal (the pairs all have one length):
+        the message names the pairs of X, not the bounds, which the caller did not pass.
     """
     X = as_data_matrix(X)
     P = np.concatenate([_as_pairs(similar, "similar"), _as_pairs(dissimilar, "dissimilar")])
@@ -198,6 +242,13 @@ def default_bounds(X, similar, dissimilar, percentiles=DEFAULT_PERCENTILES) -> t
     diff = X[P[:, 0]] - X[P[:, 1]]
     sq = np.einsum("ij,ij->i", diff, diff)
     u, l = np.percentile(sq, percentiles)
+    if not u < l:
+        raise ValueError(
+            f"the default bounds of ITML, the {percentiles[0]:g}th and {percentiles[1]:g}th percentiles of the "
+            f"squared lengths of the {P.shape[0]} given pairs of X, are equal ({u:.6g}): the pairs all have the "
+            "same length, so they cannot separate similar from dissimilar pairs; pass the bounds explicitly "
+            "(u < l), or pairs of different lengths"
+        )
     return float(u), float(l)
 
 
@@ -247,6 +298,9 @@ class ITMLModel:
         Prior, its inverse, and its lower Cholesky factor :math:`L`.
     logdet_M0 : float
     n_similar, n_dissimilar, m, d : int
+    given : frozenset of str
+        Which of ``u``, ``l``, ``prior`` the caller passed (the others are defaults): the
+        messages about the bounds' scale name only these (:meth:`scaled_twin`).
 
     Notes
     -----
@@ -293,6 +347,7 @@ class ITMLModel:
                 "drop the pair"
             )
         weight = _as_pair_weights(weight, pairs.shape[0])
+        u_given, l_given = u, l
         if u is None or l is None:
             du, dl = default_bounds(X, S, D)
             u = du if u is None else u
@@ -300,8 +355,7 @@ class ITMLModel:
         u = check_positive(u, "u")
         l = check_positive(l, "l")
         if not u < l:
-            raise ValueError(f"ITML needs bounds u < l (similar below u, dissimilar above l); got u={u:.6g}, "
-                             f"l={l:.6g}: pass u < l explicitly")
+            raise ValueError(_order_message(u, l, u_given is None, l_given is None))
         if prior is None:
             M0 = np.eye(d)
         else:
@@ -317,6 +371,8 @@ class ITMLModel:
             raise ValueError(f"prior is numerically singular (eigenvalues {lam[0]:.3g} .. {lam[-1]:.3g}); "
                              "pass a well-conditioned positive definite prior")
         self._store(X, pairs, gamma, S.shape[0], u, l, weight, M0, Lc)
+        self.given: frozenset = frozenset(name for name, value in (("u", u_given), ("l", l_given), ("prior", prior))
+                               if value is not None)
 
     def _store(self, X, pairs, gamma, n_similar, u, l, weight, M0, Lc) -> None:
         """Set every attribute from validated inputs (shared by ``__init__`` and :meth:`normalized_twin`)."""
@@ -340,6 +396,7 @@ class ITMLModel:
         self.prior_factor = Lc
         self.W = self.V @ Lc
         self.logdet_M0 = float(2.0 * np.sum(np.log(np.diag(Lc))))
+        self.given = frozenset()   # which of u, l, prior the caller passed (set by __init__)
         for a in (self.X, self.pairs, self.V, self.W, self.sq_lengths, self.sign, self.xi0, self.weight,
                   self.gamma_pair, self.M0, self.M0_inv, self.prior_factor):
             a.setflags(write=False)
@@ -383,6 +440,63 @@ class ITMLModel:
         twin._store((self.X @ T) / s, self.pairs, self.gamma, self.n_similar, self.u / s**2, self.l / s**2,
                     self.weight, prior, np.linalg.cholesky(prior))
         return twin, T, s
+
+    def scaled_twin(self) -> tuple["ITMLModel", float]:
+        r"""The whitened problem divided by a power of two: ``(twin, sigma)``, for the Bregman solver.
+
+        The twin has prior :math:`I`, difference vectors :math:`w_c / \sigma` (the whitened
+        differences, rows of ``W``, held as data rows ``c`` and a zero row ``m``) and bounds
+        :math:`u/\sigma^2, l/\sigma^2`, with :math:`\sigma` the power of two nearest the median
+        over the pairs of :math:`\|w_c\|_\infty`: its distances are about 1 whatever the scale of
+        X and of the prior. Exact (division by a power of two): the twin's whitened iterate
+        :math:`\tilde M`, objective and dual bound are this model's, its multipliers are
+        :math:`\sigma^2\lambda` and its slacks :math:`\xi / \sigma^2`.
+
+        Raises
+        ------
+        ValueError
+            When :math:`\sigma^2` or the twin's bounds leave :math:`[2^{-1000}, 2^{1000}]`
+            (:data:`SCALE_LIMIT`): float64 cannot hold the answer's slacks or multipliers. The
+            message names the input that carries the scale (the prior, or the bounds u and l when
+            they were passed) and the factor to rescale it by.
+        """
+        sigma = float(power_of_two(np.median(np.max(np.abs(self.W), axis=1))))
+        u, l = self.u / sigma / sigma, self.l / sigma / sigma
+        self._check_scales(sigma, u, l)
+        m, d = self.m, self.d
+        twin = object.__new__(type(self))
+        twin._store(np.vstack([self.W / sigma, np.zeros((1, d))]),
+                    np.column_stack([np.arange(m), np.full(m, m)]), self.gamma, self.n_similar, u, l,
+                    self.weight, np.eye(d), np.eye(d))
+        return twin, sigma
+
+    def _check_scales(self, sigma: float, u: float, l: float) -> None:
+        """ValueError (see :meth:`scaled_twin`) when sigma^2 or the scaled bounds are not representable."""
+        def inside(x: float) -> bool:
+            return 1.0 / SCALE_LIMIT <= x <= SCALE_LIMIT
+
+        length = 2.0 * math.log10(sigma)    # log10 of the pairs' typical squared whitened length
+        if not inside(sigma * sigma):
+            raise ValueError(
+                f"prior gives the pairs of X squared lengths near 1e{length:+.0f} (the distances ITML works with), "
+                f"outside the scales float64 holds with margin (2^-1000..2^1000); rescale the prior or X so that "
+                "the pairs' squared lengths under the prior are nearer 1")
+        bad = [(name, value) for name, value, scaled in (("u", self.u, u), ("l", self.l, l)) if not inside(scaled)]
+        if not bad:
+            return
+        passed = [(name, value) for name, value in bad if name in self.given]
+        name, value = (passed or bad)[0]
+        ratio = math.log10(value) - length     # log10 of the bound over the pairs' squared lengths
+        if passed:
+            where = " under the prior" if "prior" in self.given else ""
+            raise ValueError(
+                f"the bound {name}={value:.3g} is about 1e{ratio:+.0f} times the squared lengths of the pairs of "
+                f"X{where} (near 1e{length:+.0f}): float64 cannot hold the slacks and multipliers of that problem; "
+                f"pass {name} on the scale of the pairs' squared distances")
+        raise ValueError(
+            f"prior makes the squared lengths of the pairs of X about 1e{-ratio:+.0f} times their Euclidean ones, "
+            "from which the default bounds come: float64 cannot hold the slacks and multipliers of that "
+            f"problem; scale the prior by about 1e{ratio:+.0f}, or pass the bounds")
 
     @classmethod
     def from_constraints(cls, X, constraints: ConstraintSet, *, u=None, l=None, gamma: float = 1.0,
@@ -446,8 +560,7 @@ class ITMLModel:
         xi = np.asarray(xi, dtype=np.float64)
         if np.any(xi <= 0):
             return np.inf
-        delta = (xi - self.xi0) / self.xi0          # xi/xi0 - 1 without rounding xi/xi0 first
-        return float(np.sum(self.gamma_pair * (delta - np.log1p(delta))))
+        return float(np.sum(self.gamma_pair * _slack_terms(xi, self.xi0)))
 
     def whitened_divergence(self, P) -> float:
         r""":math:`D_{\ell d}(\tilde M, I) = \mathrm{tr}(\tilde M - I) - \log\det\tilde M` (``inf`` unless PD).

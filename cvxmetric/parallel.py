@@ -11,8 +11,13 @@ through :func:`imap_tasks`:
   and it is never split across processes or machines. Each worker pins BLAS to
   ``blas_threads`` threads (threadpoolctl; default :data:`BLAS_THREADS`): the parallelism is
   across tasks, and multi-threaded BLAS in several workers only oversubscribes the cores;
-* ``backend="dask"`` sends the tasks to the current ``distributed.Client`` through joblib's Dask
-  backend (:func:`dask_client` opens one for ``--dask ADDRESS`` or ``--dask local``).
+* ``backend="dask"`` submits the tasks to the current ``distributed.Client`` directly
+  (``client.submit`` and ``as_completed``; :func:`dask_client` opens one for ``--dask ADDRESS`` or
+  ``--dask local``). Not through joblib's Dask backend (joblib 1.6): a task the scheduler gives
+  up on (a ``KilledWorker`` after its workers died ``distributed.scheduler.allowed-failures``
+  times) never comes out of its ``generator_unordered`` results, so a run would wait forever.
+  Each future's own outcome (result or exception, ``KilledWorker`` included) is read here, so
+  every task ends as a result or as ``on_failure``.
 
 The results come back **in task order** whatever the order of completion, so a parallel run
 prints exactly what the serial run prints (only timings differ).
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import sys
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -79,12 +85,13 @@ def imap_tasks(function: Callable[[Task], Any], tasks: Iterable[Task], *, n_jobs
         The independent tasks; each runs whole in one process.
     n_jobs : int
         1 (and no ``backend``): serially in this process. Otherwise the number of tasks run at
-        once by :class:`joblib.Parallel` (``-1``: all cores, or all worker threads of a dask
-        cluster).
+        once by :class:`joblib.Parallel` (``-1``: all cores), or in flight on a dask cluster
+        (``-1``: all of them; the scheduler runs as many as the cluster has worker threads).
     backend : str, optional
         A joblib backend name; default the active one (loky unless inside
-        ``joblib.parallel_config``). ``"dask"`` sends the tasks to the current
-        ``distributed.Client``.
+        ``joblib.parallel_config``). ``"dask"`` submits the tasks to the current
+        ``distributed.Client`` as futures; a task the scheduler gives up on (``KilledWorker``)
+        is ``on_failure`` of that task.
     blas_threads : int or None
         BLAS threads of each worker (threadpoolctl); None leaves the workers' thread pools alone.
         The serial path runs under the caller's own limits. A limit is per process: with joblib's
@@ -118,35 +125,106 @@ def imap_tasks(function: Callable[[Task], Any], tasks: Iterable[Task], *, n_jobs
                 on_done(k + 1, task)
             yield result
         return
+    if backend == "dask":
+        yield from _on_dask(function, tasks, n_jobs, blas_threads, on_done, on_failure)
+        return
     yield from _parallel(function, tasks, n_jobs, backend, blas_threads, on_done, on_failure)
 
 
 def _parallel(function, tasks, n_jobs, backend, blas_threads, on_done, on_failure) -> Iterator[Any]:
+    """:func:`imap_tasks` through :class:`joblib.Parallel`, in task order."""
+    yield from _in_task_order(_joblib_outcomes(function, tasks, n_jobs, backend, blas_threads, on_done, on_failure),
+                              tasks, on_failure)
+
+
+def _joblib_outcomes(function, tasks, n_jobs, backend, blas_threads, on_done, on_failure) -> Iterator[tuple[int, Any]]:
+    """``(k, result)`` of every task in completion order, from :class:`joblib.Parallel`."""
     from joblib import Parallel, delayed, parallel_config
 
-    results: dict[int, Any] = {}
-    nxt = 0   # the next task to yield
-    # parallel_config (not Parallel(backend=...)) resolves lazily registered backends ("dask");
+    # parallel_config (not Parallel(backend=...)) resolves lazily registered backends;
     # batch_size=1: a task is seconds to minutes of work, so one per joblib task balances best
     catch = on_failure is not None
+    config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
+    with config:
+        parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
+        jobs = (delayed(_pinned)(function, k, task, blas_threads, catch) for k, task in enumerate(tasks))
+        for done, (k, result) in enumerate(parallel(jobs), start=1):
+            yield k, (on_failure(tasks[k], result.exc) if isinstance(result, _Raised) else result)
+            if on_done is not None:
+                on_done(done, tasks[k])
+
+
+def _in_task_order(outcomes: Iterator[tuple[int, Any]], tasks: list, on_failure) -> Iterator[Any]:
+    """Yield the results of ``(k, result)`` pairs (any order) in task order.
+
+    A result that is :class:`_Raised` is raised in its turn (the serial loop's order: the results
+    of the earlier tasks first). When the machinery itself fails (an exception out of
+    ``outcomes``) and ``on_failure`` is given, every task without a result yet gets
+    ``on_failure(task, exc)``; otherwise it propagates.
+    """
+    results: dict[int, Any] = {}
+    nxt = 0   # the next task to yield
     try:
-        config = parallel_config(backend=backend) if backend is not None else contextlib.nullcontext()
-        with config:
-            parallel = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered")
-            jobs = (delayed(_pinned)(function, k, task, blas_threads, catch) for k, task in enumerate(tasks))
-            for done, (k, result) in enumerate(parallel(jobs), start=1):
-                results[k] = on_failure(tasks[k], result.exc) if isinstance(result, _Raised) else result
-                if on_done is not None:
-                    on_done(done, tasks[k])
-                while nxt in results:
-                    yield results.pop(nxt)
-                    nxt += 1
+        for k, result in outcomes:
+            results[k] = result
+            while nxt in results:
+                result = results.pop(nxt)
+                if isinstance(result, _Raised):
+                    raise result.exc
+                yield result
+                nxt += 1
     except Exception as exc:   # noqa: BLE001 - a dead worker, a lost cluster, a backend that cannot start
         if on_failure is None:
             raise
         for k in range(nxt, len(tasks)):
             yield results.pop(k) if k in results else on_failure(tasks[k], exc)
-        return
+
+
+def _on_dask(function, tasks, n_jobs, blas_threads, on_done, on_failure) -> Iterator[Any]:
+    """:func:`imap_tasks` on the current ``distributed.Client``, in task order."""
+    yield from _in_task_order(_dask_outcomes(function, tasks, n_jobs, blas_threads, on_done, on_failure),
+                              tasks, on_failure)
+
+
+def _dask_outcomes(function, tasks, n_jobs, blas_threads, on_done, on_failure) -> Iterator[tuple[int, Any]]:
+    """``(k, result)`` of every task in completion order, at most ``n_jobs`` in flight (-1: all).
+
+    A task's exception (raised by it, or ``KilledWorker`` / a cancellation from the scheduler)
+    is ``on_failure(task, exc)`` for that task alone; without ``on_failure`` it comes back as
+    :class:`_Raised`, to be raised in task order.
+    """
+    from distributed import as_completed, get_client
+
+    client = get_client()   # ValueError without a client: a machinery failure of every task
+    catch = on_failure is not None
+    queue = iter(enumerate(tasks))
+    keys: dict[Any, int] = {}
+
+    def submit(k: int, task: Task):
+        future = client.submit(_pinned, function, k, task, blas_threads, catch, pure=False)
+        keys[future] = k
+        return future
+
+    limit = len(tasks) if n_jobs is None or n_jobs < 1 else n_jobs
+    running = as_completed([submit(k, task) for k, task in itertools.islice(queue, limit)])
+    for done, future in enumerate(running, start=1):
+        k = keys.pop(future)
+        yield k, _dask_result(future, tasks[k], on_failure)
+        future.release()
+        if on_done is not None:
+            on_done(done, tasks[k])
+        for k_next, task in itertools.islice(queue, 1):
+            running.add(submit(k_next, task))
+
+
+def _dask_result(future, task: Task, on_failure) -> Any:
+    """The result of one finished future: the task's value, or ``on_failure`` of its exception
+    (:class:`_Raised` without ``on_failure``)."""
+    try:
+        _, result = future.result()
+    except Exception as exc:   # noqa: BLE001 - KilledWorker, a cancellation, the task's own exception
+        result = _Raised(exc)
+    return on_failure(task, result.exc) if isinstance(result, _Raised) and on_failure is not None else result
 
 
 def run_tasks(function: Callable[[Task], Any], tasks: Iterable[Task], **kw) -> list:
@@ -234,7 +312,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, what: str = "rows", note: 
                              f"--dask, all threads of the cluster). The output (rows, their order, the JSON) is "
                              f"that of --jobs 1; one problem always stays in one process" + note)
     parser.add_argument("--dask", "--scheduler", dest="dask", metavar="ADDRESS",
-                        help=f"run the {what} on a dask.distributed cluster through joblib's Dask backend: a "
+                        help=f"run the {what} on a dask.distributed cluster (one future per task): a "
                              "scheduler address (tcp://host:8786), or 'local' for a LocalCluster of this machine "
                              "(needs the 'distributed' extra: pip install 'cvxmetric[distributed]')")
 

@@ -40,6 +40,13 @@ eigen-directions of an ill-conditioned prior to round-off (in the original coord
 condition 1e11 leaves ~1e-5 relative error per update in them). :math:`M = L\tilde M L^\top` is
 formed once, at the end.
 
+Scale. The whitened problem is divided by a power of two :math:`\sigma` first
+(:meth:`cvxmetric.itml.ITMLModel.scaled_twin`: differences :math:`w_c/\sigma`, bounds over
+:math:`\sigma^2`), so its distances are about 1 whatever the scale of X and of the prior. The
+division is exact: :math:`\tilde M`, the objective and the dual bound are unchanged, the
+multipliers are mapped back by :math:`1/\sigma^2`, and X and :math:`2^k X` give the same run
+bit for bit. A scale float64 cannot hold is a ValueError that names the prior or the bound.
+
 Order of the projections: every sweep visits each pair once, in a fresh random permutation
 (seeded). This "almost cyclic" control keeps the convergence guarantee of Bregman's method and
 is dramatically faster than a fixed order: measured to a relative KKT residual of 1e-8, iris
@@ -92,13 +99,21 @@ def _sweep(M, V, rows, lam, inv_xi0, sign, inv_gamma, gproj):
 
     ``inv_xi0``, ``sign``, ``inv_gamma`` (:math:`1/\\gamma_c`) and ``gproj``
     (:math:`\\gamma_c/(\\gamma_c + 1)`) are per-pair lists; ``lam`` is a list updated in place.
+    Returns the number of non-zero updates. A pair whose distance :math:`p` is not positive and
+    finite is skipped: the iterate has lost positive definiteness to round-off (when the bounds
+    lie many decades from the pairs' lengths under the prior, each projection multiplies or
+    divides :math:`M` along its pair by up to that factor); the sweep's end restores the iterate
+    from the multipliers (:func:`_resync`).
     """
     dsymv, ddot, dsyr = blas.dsymv, blas.ddot, blas.dsyr
+    inf = np.inf
     n_steps = 0
     for c in rows:
         v = V[c]
         Mv = dsymv(1.0, M, v)
         p = ddot(v, Mv)
+        if not 0.0 < p < inf:
+            continue
         s = sign[c]
         lc = lam[c]
         ixi = inv_xi0[c] - s * lc * inv_gamma[c]
@@ -136,6 +151,25 @@ def _start(model: ITMLModel, lam0):
         raise ValueError("lam0 gives an indefinite M^{-1} = M0^{-1} + sum_c s_c lam_c C_c; pass "
                          "multipliers of a feasible Bregman iterate") from None
     return lam, np.array(np.linalg.inv(Pinv), order="F")
+
+
+def _final_point(twin: ITMLModel, lam: np.ndarray, P: np.ndarray, lam0) -> tuple[np.ndarray, np.ndarray]:
+    """The multipliers and whitened matrix to return: the iterate of ``lam`` (:func:`_resync`), or
+    the start when round-off has left no finite iterate (a sweep that broke down, see :func:`_sweep`)."""
+    Pf = _resync(twin, lam, P)
+    if np.all(np.isfinite(Pf)) and np.all(np.isfinite(lam)):
+        return lam, Pf
+    lam, P = _start(twin, lam0)
+    return lam, _full(P)
+
+
+def _scaled_lam0(lam0, m: int, sigma: float) -> np.ndarray:
+    """Warm-start multipliers of the model as the twin's (:meth:`~cvxmetric.itml.ITMLModel.scaled_twin`):
+    times sigma^2, validated as finite and of shape (m,) first (their sign is checked by :func:`_start`)."""
+    lam = np.array(lam0, dtype=np.float64).reshape(-1)
+    if lam.shape != (m,) or not np.all(np.isfinite(lam)):
+        raise ValueError(f"lam0 must be a finite non-negative array of shape ({m},)")
+    return lam * (sigma * sigma)
 
 
 def _resync(model: ITMLModel, lam: np.ndarray, P: np.ndarray) -> np.ndarray:
@@ -204,14 +238,17 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_iter: int = 
     stall_sweeps = check_int_in_range(stall_sweeps, "stall_sweeps", 1, 10**9)
     rng = as_rng(seed)
     t0 = time.perf_counter()
-    W = np.ascontiguousarray(model.W)
-    sign = model.sign.tolist()
-    inv_xi0 = (1.0 / model.xi0).tolist()
-    inv_gamma = (1.0 / model.gamma_pair).tolist()
-    gproj = (model.gamma_pair / (model.gamma_pair + 1.0)).tolist()
-    lam_arr, P = _start(model, lam0)
+    twin, sigma = model.scaled_twin()   # the whitened problem, distances about 1 (exact)
+    if lam0 is not None:
+        lam0 = _scaled_lam0(lam0, model.m, sigma)
+    W = np.ascontiguousarray(twin.W)
+    sign = twin.sign.tolist()
+    inv_xi0 = (1.0 / twin.xi0).tolist()
+    inv_gamma = (1.0 / twin.gamma_pair).tolist()
+    gproj = (twin.gamma_pair / (twin.gamma_pair + 1.0)).tolist()
+    lam_arr, P = _start(twin, lam0)
     lam = lam_arr.tolist()
-    order = np.arange(model.m)
+    order = np.arange(twin.m)
     history, kkt_hist, gap_hist, dchange = [], [], [], []
     n_proj = 0
     sweeps = 0
@@ -221,35 +258,41 @@ def bregman_itml(model: ITMLModel, *, tol: float = DEFAULT_TOL, max_iter: int = 
         if shuffle:
             rng.shuffle(order)
         lam_before = np.array(lam)
-        n_proj += _sweep(P, W, order.tolist(), lam, inv_xi0, sign, inv_gamma, gproj)
+        steps = _sweep(P, W, order.tolist(), lam, inv_xi0, sign, inv_gamma, gproj)
         sweeps += 1
+        n_proj += steps
         lam_now = np.array(lam)
-        Pf = _resync(model, lam_now, P)
-        upper = model.whitened_value(Pf)
-        gap = relative_gap(upper, model.dual_bound(lam_now).value)
+        Pf = _resync(twin, lam_now, P)
+        upper = twin.whitened_value(Pf)
+        gap = relative_gap(upper, twin.dual_bound(lam_now).value)
         history.append(upper)
         gap_hist.append(gap)
-        kkt_hist.append(model.whitened_kkt_residual(Pf))
+        kkt_hist.append(twin.whitened_kkt_residual(Pf))
         dchange.append(float(np.abs(lam_now - lam_before).sum()) / max(float(np.abs(lam_now).sum()), 1e-300))
         if gap <= tol:
             stop_reason = "converged"
+            break
+        if steps == 0:            # a fixed point of the sweep: nothing will change any more
+            stop_reason = "stalled"
             break
         if gap < best_gap:
             best_gap, best_at = gap, sweeps
         elif sweeps - best_at >= stall_sweeps:
             stop_reason = "stalled"
             break
-    lam_arr = np.array(lam)
-    Pf = _resync(model, lam_arr, P)
+    lam_arr, Pf = _final_point(twin, np.array(lam), P, lam0)
     M = model.unwhiten(Pf)
-    bound = model.dual_bound(lam_arr)
+    bound = twin.dual_bound(lam_arr)
+    slack = twin.slack_from_multipliers(lam_arr) * (sigma * sigma)
+    lam_arr = lam_arr / (sigma * sigma)    # the twin's multipliers are sigma^2 times the model's
     # the objective of the returned point, evaluated in the whitened coordinates it was computed
-    # in (no round trip through M, whose small eigen-directions can be ill-conditioned)
+    # in (no round trip through M, whose small eigen-directions can be ill-conditioned); the twin's
+    # objective and bound are the model's (an exact rescaling)
     return make_result(
-        solver_name, objective=model.whitened_value(Pf), measure="certified_gap", tol=tol, stop_reason=stop_reason,
+        solver_name, objective=twin.whitened_value(Pf), measure="certified_gap", tol=tol, stop_reason=stop_reason,
         M=M, lower_bound=bound.value, multipliers=lam_arr, n_iter=sweeps, history=history,
         time=time.perf_counter() - t0,
-        info={"lam": lam_arr, "slack": model.slack_from_multipliers(lam_arr), "kkt": kkt_hist[-1],
+        info={"lam": lam_arr, "slack": slack, "kkt": twin.whitened_kkt_residual(Pf),
               "kkt_history": np.array(kkt_hist), "gap_history": np.array(gap_hist), "theta": bound.theta,
               "dual_change": np.array(dchange), "projections": n_proj},
     )

@@ -73,7 +73,8 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
     ----------
     model : MMCModel
     M0 : array_like, shape (d, d), optional
-        PSD start (projected onto K); default :meth:`cvxmetric.mmc.MMCModel.default_start`.
+        PSD start, scaled onto the boundary :math:`\langle M, C_S\rangle = 1` of K (only its ray
+        matters); default :meth:`cvxmetric.mmc.MMCModel.default_start`.
     tol : float
         Certified relative gap of the min-form objective.
     max_iter : int
@@ -133,6 +134,19 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
               "f_max_form": f_max, "whiten": whiten})
 
 
+def _start_on_boundary(model: MMCModel, M0: np.ndarray) -> np.ndarray:
+    r"""A PSD ``M0`` scaled onto the boundary :math:`\langle M, C_S\rangle = 1` of K (``M0`` if that is 0).
+
+    The ascent's start on M0's ray: g is homogeneous and the certificate reads the ray only, so
+    the start, and with it every iterate, follows the data's scale (:math:`M \to M/s^2` for
+    :math:`X \to sX`) whatever the scale of M0. (The exact projection of an M0 far outside K,
+    :math:`\Pi_{\mathbb S_+}(M_0 - \tau C_S)`, would remove whole directions: an identity start on
+    data scaled by 1e30 would lose every dissimilar pair.)
+    """
+    f = model.similar_sum(M0)
+    return M0 / f if f > 0 else M0
+
+
 def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
     """The projected gradient ascent of :func:`mmc_ascent` in the model's own coordinates.
 
@@ -140,19 +154,13 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
     check, "stalled" when the line search found no ascent, else "max_iter").
     """
     CS = model.CS
-    M = model.default_start() if M0 is None else project_psd_halfspace(M0, CS)
+    M = model.default_start() if M0 is None else _start_on_boundary(model, M0)
     D = model.dissimilar_distances(M)
     if np.any(D <= 0):
         q = int(np.argmax(D <= 0))
-        if M0 is not None and model.dissimilar_distances(M0)[q] <= 0:
-            why = ("its difference lies in the null space of M0; pass an M0 whose range contains every "
-                   "dissimilar difference (e.g. positive definite), or M0=None")
-        else:
-            why = ("the start is M0 projected onto {M PSD, <M, C_S> <= 1}, and that projection removed the "
-                   "directions of this pair's difference (M0 lies far outside the set); pass M0 scaled "
-                   "into it, e.g. M0 / <M0, C_S>, or M0=None")
         raise ValueError(f"the starting point gives dissimilar pair {q} distance 0, where g is not "
-                         f"differentiable: {why}")
+                         "differentiable: its difference lies in the null space of M0; pass an M0 whose range "
+                         "contains every dissimilar difference (e.g. positive definite), or M0=None")
     g = float(model.wD @ np.sqrt(D))
     G = model.gradient(M, D)
     t = 1.0 / max(float(np.linalg.norm(G)), 1e-300) * float(np.linalg.norm(M))

@@ -280,16 +280,18 @@ def test_constraint_set_copies_its_input():
 
 
 # ---------------------------------------------------------------- messages name the real cause
-def test_mmc_start_message_names_the_projection():
-    """A positive definite M0 far outside {<M, C_S> <= 1}: the projection, not M0, loses the pair."""
+def test_mmc_start_at_any_scale_and_the_null_space_message():
+    """A positive definite M0 far outside {<M, C_S> <= 1} is scaled onto it (the same ray, the same
+    run); an M0 whose null space holds a dissimilar difference is named as the cause."""
     from cvxmetric.solvers.mmc import mmc_ascent
 
     X = np.array([[0.0, 0.0], [10.0, 0.0], [20.0, 0.0], [20.0, 1.0], [30.0, 0.0], [31.0, 0.0]])
     cons = (ConstraintSet.from_pairs([[0, 1], [2, 3]], similar=True, bound=0.0)
             + ConstraintSet.from_pairs([[4, 5]], similar=False, bound=0.0))
     model = MMCModel(X, cons)
-    with pytest.raises(ValueError, match="projection removed the directions"):
-        mmc_ascent(model, M0=1e3 * np.eye(2), whiten=False)
+    far, near = (mmc_ascent(model, M0=c * np.eye(2), whiten=False) for c in (1024.0, 1.0))
+    assert far.converged and far.n_iter == near.n_iter
+    np.testing.assert_allclose(far.M, near.M, rtol=1e-12)
     with pytest.raises(ValueError, match="null space of M0"):
         mmc_ascent(model, M0=np.diag([0.0, 1.0]), whiten=False)
 

@@ -1,5 +1,5 @@
-"""Parallel reports: ``--jobs N`` (joblib, loky processes) and ``--dask ADDRESS`` (joblib's Dask
-backend on a dask.distributed cluster) give exactly the serial rows, in the serial order.
+"""Parallel reports: ``--jobs N`` (joblib, loky processes) and ``--dask ADDRESS`` (futures on a
+dask.distributed cluster) give exactly the serial rows, in the serial order.
 
 Only the timing fields may differ. The cases are two cheap qwise instances (a matrix and a vector
 model), so every test runs whole cases in other processes within a few seconds.
@@ -7,8 +7,10 @@ model), so every test runs whole cases in other processes within a few seconds.
 import functools
 import json
 import sys
+import threading
 
 import pytest
+import dask
 from distributed import Client, LocalCluster
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -128,3 +130,82 @@ def test_a_backend_that_cannot_start_gives_failed_rows_not_a_traceback():
     rows = verify_cases(CASES, n_jobs=2, backend="no-such-backend")
     assert len(rows) == len(CASES) and not any(r["passed"] for r in rows)
     assert all(r["errors"][0].startswith("worker: ") for r in rows)
+
+
+#: Seconds the give-up test waits for its run: a run on a fresh 2-worker LocalCluster takes ~1 s
+#: (start included); a run that hangs, as one did before tasks were read as futures, never ends.
+GIVE_UP_TIMEOUT = 120
+
+
+def test_a_task_dask_gives_up_on_becomes_a_failure_and_the_run_ends():
+    def kill_worker_at_2(task):   # a local function: cloudpickle ships it by value to the workers
+        import os
+
+        if task == 2:
+            os._exit(1)
+        return task * 10
+
+    out = {}
+
+    def run():
+        out["results"] = parallel.run_tasks(kill_worker_at_2, range(5), n_jobs=-1, backend="dask",
+                                            on_failure=lambda task, exc: ("failed", task, type(exc).__name__))
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster):
+            runner = threading.Thread(target=run, daemon=True)
+            runner.start()
+            runner.join(GIVE_UP_TIMEOUT)
+            assert not runner.is_alive(), "the run did not end after dask gave up on a task"
+    results = out["results"]
+    assert results[2] == ("failed", 2, "KilledWorker")
+    # a task queued on the worker that died may be given up on too (allowed-failures 0)
+    assert all(r in (k * 10, ("failed", k, "KilledWorker")) for k, r in enumerate(results))
+
+
+def test_dask_tasks_come_back_in_task_order_with_their_own_failures():
+    def odd_fails(task):
+        if task % 2:
+            raise ValueError(f"task {task}")
+        return task
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        results = parallel.run_tasks(odd_fails, range(6), n_jobs=1, backend="dask",
+                                     on_failure=lambda task, exc: str(exc))
+        assert results == [0, "task 1", 2, "task 3", 4, "task 5"]
+        with pytest.raises(ValueError, match="task 1"):
+            parallel.run_tasks(odd_fails, range(6), n_jobs=-1, backend="dask")
+
+
+def test_dask_without_a_client_fails_every_task():
+    results = parallel.run_tasks(str, range(3), n_jobs=-1, backend="dask",
+                                 on_failure=lambda task, exc: ("failed", task))
+    assert results == [("failed", 0), ("failed", 1), ("failed", 2)]
+
+
+def test_cli_exits_1_with_a_failed_row_when_dask_gives_up_on_a_case(capsys):
+    def cases_kill_their_worker():   # run on every worker: a case then kills its worker process
+        import os
+
+        from cvxmetric.verification import harness as worker_harness
+
+        def die(case, seed):
+            os._exit(1)
+
+        worker_harness._worker_case_rows = die
+
+    out = {}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            client.run(cases_kill_their_worker)
+            runner = threading.Thread(target=lambda: out.update(code=main(ARGV + ["--dask", cluster.scheduler_address])),
+                                      daemon=True)
+            runner.start()
+            runner.join(GIVE_UP_TIMEOUT)
+            assert not runner.is_alive(), "the report did not end after dask gave up on its case"
+    assert out["code"] == 1
+    (row,) = json.loads(capsys.readouterr().out)
+    assert not row["passed"] and row["errors"][0].startswith("worker: KilledWorker")

@@ -450,7 +450,8 @@ def verify_cases(cases: Iterable[Case], *, seed: int = 0, n_jobs: int = 1, backe
     n_jobs : int
         1 (and no ``backend``): every case in this process, one after the other, sharing
         ``cache``. Otherwise the cases run through :func:`cvxmetric.parallel.imap_tasks`
-        (:class:`joblib.Parallel`; ``-1``: all cores, or all worker threads of a dask cluster),
+        (:class:`joblib.Parallel`, or futures of a dask cluster; ``-1``: all cores, or all worker
+        threads of the cluster),
         one whole case per task: a problem is never split across processes or machines. Each
         worker pins BLAS to :data:`BLAS_THREADS`.
     backend : str, optional

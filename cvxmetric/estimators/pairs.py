@@ -26,10 +26,22 @@ _COMMON = """solver_options : dict, optional
 class _PairsLearner(PairsClassifierMixin, MetricLearner):
     """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1."""
 
+    #: Whether a pair of (nearly) identical points is an error (ITML: its constraint is degenerate)
+    #: rather than only a pair of one point twice (every method: it joins a point to itself).
+    _reject_zero_length = False
+
     def _pairs_problem(self, pairs, y):
         P = self._tuples(pairs, 2, "pairs", reset=True)
         similar = pair_labels(y, P.shape[0])
         X, idx = canonical_tuples(P)
+        same = idx[:, 0] == idx[:, 1]
+        if self._reject_zero_length:
+            same |= zero_length_mask(X[idx[:, 0]] - X[idx[:, 1]], X)
+        if np.any(same):
+            k = int(np.argmax(same))
+            kind = "similar" if similar[k] else "dissimilar"
+            raise ValueError(f"pairs[{k}] ({kind}) joins two identical points (every feature equal up to round-off), "
+                             "so its constraint is degenerate; remove it from pairs and y")
         return X, idx[similar], idx[~similar]
 
     def fit(self, pairs, y, calibration_params=None):
@@ -40,15 +52,33 @@ class _PairsLearner(PairsClassifierMixin, MetricLearner):
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
+def _given_bounds(bounds) -> tuple[float, float]:
+    """``fit(..., bounds=(u, l))`` validated: two finite numbers with ``0 < u < l``."""
+    try:
+        arr = np.array(bounds, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"bounds must be a pair of numbers (u, l); got {bounds!r}") from None
+    if arr.shape != (2,):
+        raise ValueError(f"bounds must be a pair (u, l) of bounds on squared distances; got shape {arr.shape}")
+    u, l = float(arr[0]), float(arr[1])
+    if not (np.all(np.isfinite(arr)) and 0.0 < u < l):
+        raise ValueError(f"bounds must be finite with 0 < u < l (similar pairs closer than u, dissimilar pairs "
+                         f"farther than l, in squared distance); got bounds=({u:.6g}, {l:.6g})")
+    return u, l
+
+
 class _ITMLBase(MetricLearner):
     _method = "itml"
 
     def _fit_itml(self, X, S, D, bounds):
-        if bounds is None:
-            from cvxmetric.itml import default_bounds
-            u, l = default_bounds(X, S, D)
-        else:
-            u, l = (float(b) for b in np.asarray(bounds, dtype=np.float64).reshape(2))
+        from cvxmetric.itml import itml_model
+
+        u, l = (None, None) if bounds is None else _given_bounds(bounds)
+        # the problem as the user stated it (default bounds computed, not passed): its checks, the
+        # scale check of the solver's twin included, name only what the user passed
+        model = itml_model(X, S, D, u=u, l=l, gamma=self.gamma, prior=self.prior)
+        model.scaled_twin()
+        u, l = model.u, model.l
         cons = (ConstraintSet.from_pairs(S, similar=True, bound=u)
                 + ConstraintSet.from_pairs(D, similar=False, bound=l))
         self.bounds_ = np.array([u, l])
@@ -79,6 +109,8 @@ class ITML(_PairsLearner, _ITMLBase):
         Certified relative gap and sweep limit of the solver; None: its defaults.
     {common}
     """
+
+    _reject_zero_length = True
 
     def __init__(self, gamma=1.0, prior=None, solver=None, tol=None, max_iter=None, solver_options=None,
                  preprocessor=None, random_state=None):
