@@ -61,7 +61,7 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
     **options
         Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``, ``n_columns``; column
         generation also ``smoothing``, ``slack``, ``warm`` and ``working_set``, totally corrective the ``lbfgs_*``
-        settings). An option the method does not read is a ValueError.
+        settings and ``master``). An option the method does not read is a ValueError.
 
     Returns
     -------
@@ -82,6 +82,13 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
         \quad\text{(eq. 19)},\\
         \text{hinge:}\quad &\min_{X \succeq 0,\ \mathrm{tr} X = 1,\ \rho,\ \xi \ge 0}\ -\rho + \nu \sum_r \xi_r
         \quad\text{s.t.}\quad \rho_r(X) \ge \rho - \xi_r \quad\text{(eq. 5, negated)}.
+
+    Units: the exp and logistic problems are not invariant under :math:`X \to sX`. The margins
+    scale by :math:`s^2` beside a fixed loss and a fixed :math:`\nu`, so data scaled by s with
+    :math:`\nu` scaled by :math:`s^2` is the same problem (the point divided by :math:`s^2`), but at a
+    fixed :math:`\nu` a small s makes :math:`X = 0` optimal (once :math:`\lambda_{\max}(\hat A(u(0))) \le \nu`)
+    and a large s makes the trace weight negligible (the point grows, the loss tends to its
+    infimum). The hinge problem (trace one) is invariant up to the factor :math:`s^2` on its value.
     """
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"solve_boostmetric: loss must be one of {LOSSES}; got {loss!r}")

@@ -62,6 +62,7 @@ from cvxmetric.generators import triplets_from_labels
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.linalg import psd_factor
 
+from .boostmetric_subspace import MU_SHRINK, MU_START, SubspaceMaster, whitened_basis
 from .result import SolverResult, make_result
 
 __all__ = ["boostmetric_stagewise", "boostmetric_totally_corrective", "boostmetric_multipass",
@@ -79,6 +80,25 @@ STALL_RTOL = 1e-7
 
 #: L-BFGS-B's projected-gradient tolerance on the restricted problem (column-scaled weights).
 LBFGS_GTOL = 1e-12
+
+#: Subspace master (:mod:`.boostmetric_subspace`): the last barrier stage's gap mu k is at most
+#: MU_FINAL times tol times the objective's size, so the barrier uses a hundredth of the
+#: certified gap allowed and the rest is left to the directions outside the span.
+MU_FINAL = 0.01
+
+#: When no direction is left to add but the certificate is not yet within tol, the barrier
+#: weight shrinks further, down to MU_FLOOR times the nominal final weight (six more decades:
+#: beyond them round-off in the objective, about 1e-16 relative, is larger than the barrier's gap).
+MU_FLOOR = 1e-6
+
+#: A priced direction whose part orthogonal to the span has norm below this is already in it
+#: (the eigenvectors are unit vectors; 1e-8 is well above their round-off, ~1e-15).
+ORTHO_RTOL = 1e-8
+
+#: A new span's master starts from the previous point plus START_SHIFT times the isotropic
+#: first step: inside the cone by a margin of the data's scale, a tenth so that the previous
+#: point's progress is kept.
+START_SHIFT = 0.1
 
 #: Bisection (algorithm 2) stops when the bracket is this small relative to its upper end.
 BISECTION_RTOL = 1e-13
@@ -239,22 +259,32 @@ def boostmetric_stagewise(X, triplets, *, loss: str = "exp", nu: float = 1e-7, m
 
 
 def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float = 1e-7, max_iter: int = 500,
-                                   tol: float = DEFAULT_TOL, eig: str = "auto", n_columns: int = 1,
-                                   lbfgs_gtol: float = LBFGS_GTOL, lbfgs_ftol: float = 0.0,
-                                   lbfgs_maxiter: int = 15000) -> SolverResult:
-    r"""Totally-corrective BoostMetric (algorithm 4): every weight re-optimised by L-BFGS-B.
+                                   tol: float = DEFAULT_TOL, eig: str = "auto", n_columns: int | None = None,
+                                   master: str = "subspace", lbfgs_gtol: float = LBFGS_GTOL,
+                                   lbfgs_ftol: float = 0.0, lbfgs_maxiter: int = 15000) -> SolverResult:
+    r"""Totally-corrective BoostMetric (algorithm 4): every weight re-optimised after each pricing.
 
-    Each iteration: if the certified gap is within ``tol``, stop (converged). Otherwise price
+    ``master="subspace"`` (default): the corrective step optimises over every PSD matrix on the
+    span of the columns found so far, by a barrier Newton method in whitened coordinates
+    (:mod:`.boostmetric_subspace`); each iteration adds the eigenvectors of :math:`\hat A(u)` above
+    :math:`\nu` (up to ``n_columns``, default d), and the answer is the eigen-decomposition of the
+    point (unit columns, weights its eigenvalues). It converges in a few pricing rounds on raw,
+    standardized and min-max scaled features alike. ``master="conic"``: the paper's master over
+    the cone of the rank-one columns, by L-BFGS-B, as follows.
+
+    Each iteration (conic master): if the certified gap is within ``tol``, stop (converged). Otherwise price
     :math:`\hat A(u)`; add its leading eigenvectors with eigenvalue above :math:`\nu` (by more than
     round-off, :meth:`~cvxmetric.boostmetric.TripletGeometry.roundoff`) as columns, or, when there is none, re-run L-BFGS-B from the
     current weights (it may stop early on an ill-conditioned restricted problem); a re-run that
     does not lower f ends the loop (``"stalled"``). Parameters as in :func:`boostmetric_stagewise`, and
 
-    n_columns : int
+    n_columns : int, optional
         Add up to this many leading eigenvectors of :math:`\hat A(u)` per iteration; 1 is the paper's
-        algorithm 4.
+        algorithm 4 (the conic master's default), d the subspace master's.
+    master : {"subspace", "conic"}
+        The corrective step (above).
     lbfgs_gtol, lbfgs_ftol, lbfgs_maxiter
-        Options of ``scipy.optimize.minimize(method="L-BFGS-B")`` for the restricted primal (9) / (19):
+        Conic master only: options of ``scipy.optimize.minimize(method="L-BFGS-B")`` for the restricted primal (9) / (19):
         :math:`\min_{w \ge 0} \text{loss}(H w) + \nu 1^\top w` with gradient :math:`\nu 1 - H^\top u(Hw)`,
         solved on the normalized problem (numbers of order one) over column-scaled weights. The
         defaults (gtol 1e-12 on the scaled gradient, no ftol test) let L-BFGS-B run until its
@@ -269,7 +299,12 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
     """
     run = _Run(X, triplets, loss, nu, eig, tol)
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**7)
-    n_columns = check_int_in_range(n_columns, "n_columns", 1, 10**4)
+    if master not in ("subspace", "conic"):
+        raise ValueError(f"master must be 'subspace' or 'conic'; got {master!r}")
+    if master == "subspace":
+        n_columns = run.model.d if n_columns is None else check_int_in_range(n_columns, "n_columns", 1, 10**4)
+        return _subspace_loop(run, loss, max_iter, n_columns)
+    n_columns = 1 if n_columns is None else check_int_in_range(n_columns, "n_columns", 1, 10**4)
     geom, twin, nu = run.geom, run.twin, run.nu
     H = np.zeros((twin.m, 0))
     w = np.zeros(0)
@@ -323,6 +358,96 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
         rho = H @ w
         history.append(twin.value_from_margins(rho, w.sum()))
     return run.result(f"boostmetric-{loss}-tc", w, n_iter, stop_reason, history)
+
+
+def _new_directions(Q: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """The parts of the columns of V orthogonal to span(Q), orthonormalized; those that are
+    round-off (norm below ORTHO_RTOL after projection) are dropped."""
+    R = V - Q @ (Q.T @ V) if Q.shape[1] else V
+    R = R - Q @ (Q.T @ R) if Q.shape[1] else R   # twice is enough (Giraud et al. 2005)
+    out = np.zeros((Q.shape[0], 0))
+    for r in R.T:
+        r = r - out @ (out.T @ r)
+        norm = float(np.linalg.norm(r))
+        if norm > ORTHO_RTOL:
+            out = np.column_stack([out, r / norm])
+    return out
+
+
+def _point(Q: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Q W Q^T as rank-one learners: (unit columns, weights >= 0), from the eigenpairs of W."""
+    if W.size == 0:
+        return np.zeros((Q.shape[0], 0)), np.zeros(0)
+    lam, E = np.linalg.eigh(0.5 * (W + W.T))
+    return Q @ E, np.maximum(lam, 0.0)
+
+
+def _objective_scale(f: float, nu: float, trace: float) -> float:
+    """The size of the objective, in which the barrier weight is set (the larger of |f| and nu tr W)."""
+    return max(abs(f), nu * trace, np.finfo(np.float64).tiny)
+
+
+def _start(run: "_Run", loss: str, rho: np.ndarray, Q: np.ndarray, W: np.ndarray, new: np.ndarray, f: float):
+    r"""The span with the new directions, the master on it and its starting point.
+
+    The first new direction's stage-wise weight (algorithm 2) is computed for its check alone: it
+    raises when the exponential-loss problem is unbounded. The master works in whitened
+    coordinates (:func:`~.boostmetric_subspace.whitened_basis`, :math:`B = Q T`); its start is the
+    previous point plus ``START_SHIFT`` times the isotropic first step
+    (:meth:`~.boostmetric_subspace.SubspaceMaster.isotropic_weight`), strictly inside the cone and
+    of the data's scale, and the barrier restarts at ``MU_START`` of the objective's scale.
+    """
+    run.line_search(loss, rho, run.geom.columns(new[:, :1])[:, 0])
+    k0, k1 = W.shape[0], new.shape[1]
+    Q = np.column_stack([Q, new])
+    W = np.block([[W, np.zeros((k0, k1))], [np.zeros((k1, k0)), np.zeros((k1, k1))]])
+    sub, Wt = _master(run, loss, Q, W)
+    Wt = Wt + START_SHIFT * sub.isotropic_weight() * np.eye(k0 + k1)
+    mu0 = MU_START * _objective_scale(f, run.nu, float(np.sum(sub.gram * Wt))) / (k0 + k1)
+    return Q, sub, Wt, mu0
+
+
+def _master(run: "_Run", loss: str, Q: np.ndarray, W: np.ndarray):
+    """The master on span(Q) in whitened coordinates and W (given in Q's coordinates) in them."""
+    B = whitened_basis(Q, run.second_moment)
+    Tinv = np.linalg.inv(Q.T @ B)   # B = Q T with T symmetric positive definite
+    return SubspaceMaster(run.geom, loss, run.nu, B), Tinv @ W @ Tinv.T
+
+
+def _subspace_loop(run: "_Run", loss: str, max_iter: int, n_columns: int) -> SolverResult:
+    """Algorithm 4 with the master over the PSD span of the columns (:mod:`.boostmetric_subspace`)."""
+    geom, twin, nu = run.geom, run.twin, run.nu
+    run.second_moment = (geom.geometry.U.T @ geom.geometry.U + geom.geometry.V.T @ geom.geometry.V) / (2 * twin.m)
+    Q, W = np.zeros((twin.d, 0)), np.zeros((0, 0))
+    rho, w = np.zeros(twin.m), np.zeros(0)
+    history, stop_reason, n_iter, mu, n_newton, sub = [], "max_iter", 0, None, 0, None
+    for n_iter in range(1, max_iter + 1):
+        gap, _ = run.gap(rho, w)
+        if gap <= run.tol:
+            stop_reason = "converged"
+            break
+        u = twin.weights(rho)
+        lam, V, _ = geom.top_eigenpair(u, eig=run.eig, n_vectors=min(n_columns, twin.d))
+        new = _new_directions(Q, V[:, lam - nu > geom.roundoff(u)])
+        f = twin.value_from_margins(rho, w.sum())
+        mu_final = MU_FINAL * run.tol * _objective_scale(f, nu, w.sum()) / max(1, Q.shape[1] + new.shape[1])
+        if new.shape[1] == 0:
+            if sub is None or mu <= MU_FLOOR * mu_final:
+                stop_reason = "stalled"
+                break
+            mu0, mu_final = mu, mu * MU_SHRINK   # nothing to add: continue the barrier path below its nominal end
+        else:
+            Q, sub, Wt, mu0 = _start(run, loss, rho, Q, W, new, f)
+        Wt, rho, mu = sub.solve(Wt, max(mu0, mu_final), mu_final)
+        n_newton += sub.n_newton
+        sub.n_newton = 0
+        T = Q.T @ sub.B
+        W = T @ Wt @ T.T
+        run.cols, w = _point(Q, W)
+        rho = geom.columns(run.cols) @ w
+        history.append(twin.value_from_margins(rho, w.sum()))
+    return run.result(f"boostmetric-{loss}-tc", w, n_iter, stop_reason, history,
+                      extra={"master": "subspace", "newton_steps": n_newton})
 
 
 def boostmetric_multipass(X, y, *, fit: Callable = boostmetric_stagewise, passes: int = 2, n_neighbors: int = 3,

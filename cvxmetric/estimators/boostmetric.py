@@ -49,6 +49,15 @@ class BoostMetric(MetricLearner):
         metric-learn's preprocessor: ``fit``/``transform`` then accept 1-D index arrays.
     random_state : None, int or Generator
         Unused (the solvers are deterministic); kept for scikit-learn's API.
+
+    Notes
+    -----
+    The exp and logistic problems depend on the data's units: scaling X by s scales the margins
+    by :math:`s^2` while the loss and :math:`\nu` stay fixed. As s shrinks, :math:`M = 0` becomes
+    optimal (no direction's margin gain pays its trace); as s grows, the trace weight becomes
+    negligible and M grows. Scaling ``nu`` by :math:`s^2` with the data gives the same problem. The
+    hinge problem (trace one) does not depend on s. The default solver certifies its answer
+    at every scale (it runs on the data divided by a power of two, an exact change of units).
     """
 
     _method = "boostmetric"
