@@ -17,7 +17,8 @@ Protocol (one fixed, seeded, stratified 70/30 split per data set; every metric i
 the 70 % and scored by 3-NN test error on the 30 %, next to the Euclidean metric):
 
 * **LMNN** — the same ``n_neighbors = 3`` target neighbours rule, pull weight 1/2
-  (``regularization=0.5``, the same name and meaning in both libraries), margin 1, plain hinge, start at the identity:
+  (``regularization=0.5``, the same name and meaning in both libraries), margin 1, plain hinge; metric-learn starts at the identity, ours at the identity scaled
+  to the data's units (:func:`cvxmetric.lmnn.lmnn_start`):
   metric-learn's objective at :math:`L` *is* ours at :math:`M = L^\top L`, but it optimizes over
   :math:`L` by gradient steps (non-convex in L); ours is the convex problem in M. Both metrics
   are scored with *our* objective over the **full implicit triplet set**
