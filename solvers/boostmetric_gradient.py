@@ -178,7 +178,7 @@ def _certify(run: _Run, rho: np.ndarray, f: float, trace: float, *, force: bool 
     """(certified relative gap, DualBound or None) at the point with margins rho, value f, trace tr M."""
     u = run.twin.weights(rho)
     comp = run.nu * trace - float(u @ rho)   # <nu I - A(u), M>: the gap when A(u) <= nu I
-    if not force and relative_gap(f, f - comp) > run.tol:
+    if not force and relative_gap(f, f - abs(comp)) > run.tol:
         return math.inf, None
     bound = run.certifier.bound(u, upper=f)
     return relative_gap(f, bound.lower), bound

@@ -30,6 +30,7 @@ from cvxmetric.taxonomy import taxonomy_quadruplets
 from cvxmetric.vector_model import qwise_vector_model
 from cvxmetric.webpage import monotony_quadruplets
 from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
+from cvxmetric.solvers.boostmetric_gradient import boostmetric_projected_gradient
 from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 from cvxmetric.solvers.factor_subgradient import factor_subgradient
 from cvxmetric.solvers.fantope_mm import fantope_mm
@@ -107,7 +108,9 @@ def _cases():
                                  ("exp", "totally_corrective", boostmetric_totally_corrective),
                                  ("exp", "stagewise", boostmetric_stagewise),
                                  ("logistic", "totally_corrective", boostmetric_totally_corrective),
-                                 ("logistic", "stagewise", boostmetric_stagewise)):
+                                 ("logistic", "stagewise", boostmetric_stagewise),
+                                 ("exp", "projected_gradient", boostmetric_projected_gradient),
+                                 ("logistic", "projected_gradient", boostmetric_projected_gradient)):
         b = _boost(loss)
         nu = b.params["nu"]
         model = boostmetric_model(b.X, b.constraints, loss=loss, nu=nu)
