@@ -21,8 +21,8 @@ S carry no margin and only cost trace, so the optimum has no part there. The poi
 exactly (:math:`B \tilde M B^\top`, then divided by :math:`c^2`, a power of four).
 
 ``converged`` comes only from the certificate: :class:`cvxmetric.boostmetric.BoostMetricCertifier`
-at the iterate's own weights :math:`u(M)` with ``upper`` = :math:`f(M)`. A step that changes
-nothing, or no decrease for many iterations, ends the loop (``"stalled"``) without proof.
+at the iterate's own weights :math:`u(M)` with ``upper`` = :math:`f(M)`. A backtracking
+that finds no step, or no decrease for many iterations, ends the loop (``"stalled"``) without proof.
 """
 from __future__ import annotations
 
@@ -75,11 +75,11 @@ PROBE_STEP = 1e-3
 CERTIFY_EVERY = 5
 
 #: Stop ("stalled") when the best objective has not decreased for this many iterations (far
-#: longer than a restart cycle, tens of iterations on the default instances) ...
+#: longer than a restart cycle, tens to hundreds of iterations on the default instances), or
+#: when no step passes the backtracking test. A step below the point's round-off is no reason to
+#: stop: L shrinks by L_SHRINK each iteration until the step counts again (measured on
+#: breast_cancer, standardized times 1e3: a single such step 7e-6 short of the certificate).
 STALL_ITERATIONS = 500
-#: ... or when a step moves the point by less than this fraction of its Frobenius norm (round-off
-#: of the projection's eigh, about d ulps).
-STEP_RTOL = 1e-15
 
 
 def whitening(geom: TripletGeometry) -> np.ndarray:
@@ -139,7 +139,7 @@ class _Fista:
         self.L = max(float(np.linalg.norm(dG)) / (step * float(np.linalg.norm(G))), np.finfo(float).tiny)
 
     def step(self) -> bool:
-        """One FISTA step with backtracking and restart; False when no step is possible."""
+        """One FISTA step with backtracking and restart; False when no step passes the test."""
         prob = self.prob
         beta = (self.theta - 1.0) / self.theta_next()
         y = self.x + beta * (self.x - self.x_old)
@@ -159,7 +159,6 @@ class _Fista:
             L *= BACKTRACK_GROWTH
         else:
             return False
-        moved = float(np.linalg.norm(x_new - self.x))
         # gradient restart: the generalized gradient y - x_new points along the last step
         if float(np.sum(-D * (x_new - self.x))) > 0.0:
             self.theta = 1.0
@@ -168,7 +167,7 @@ class _Fista:
             self.theta = self.theta_next()
         self.x_old, self.rho_old = self.x, self.rho
         self.x, self.rho, self.f, self.L = x_new, rho_new, f_new, L
-        return moved > STEP_RTOL * max(float(np.linalg.norm(x_new)), np.finfo(float).tiny)
+        return True
 
     def theta_next(self) -> float:
         return 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * self.theta ** 2))
@@ -246,7 +245,7 @@ def boostmetric_projected_gradient(X, triplets, *, loss: str = "logistic", nu: f
         stop_reason = "converged"
     else:
         for n_iter in range(1, int(max_iter) + 1):
-            moved = it.step()
+            stepped = it.step()
             history.append(it.f)
             if it.f < best[0]:
                 best, since_best = (it.f, it.x, it.rho), 0
@@ -259,7 +258,7 @@ def boostmetric_projected_gradient(X, triplets, *, loss: str = "logistic", nu: f
                     if gap <= run.tol:
                         stop_reason = "converged"
                         break
-            if not moved or since_best >= STALL_ITERATIONS:
+            if not stepped or since_best >= STALL_ITERATIONS:
                 stop_reason = "stalled"
                 break
     return _result(run, prob, best if stop_reason != "converged" else (it.f, it.x, it.rho), n_iter,
