@@ -14,8 +14,9 @@ facade                    ``method=``                                     defaul
 ``solve_mmc``             ``"ascent"``                                    ``"ascent"``
 ``solve_itml``            ``"bregman"``                                   ``"bregman"``
 ``solve_boostmetric``     ``"column_generation"`` (hinge loss),           per loss
-                          ``"totally_corrective"``, ``"stagewise"``,
-                          ``"projected_gradient"`` (exp, logistic)
+                          ``"projected_gradient"``,
+                          ``"totally_corrective"``, ``"stagewise"``
+                          (exp, logistic)
 ``solve_orml``            ``"pursuit"``                                   ``"pursuit"``
 ========================  ==============================================  ==================
 

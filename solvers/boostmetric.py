@@ -4,13 +4,13 @@ Which algorithm applies depends on the loss (Shen et al. 2012):
 
 * ``loss="hinge"`` (eq. 5, an SDP with :math:`\mathrm{tr}\,X = 1`): ``"column_generation"`` — LP column
   generation with a certified duality gap (:func:`cvxmetric.solvers.boostmetric_cg.boostmetric_hinge_cg`);
-* ``loss="exp"`` (eq. 8) and ``loss="logistic"`` (eq. 19): ``"totally_corrective"`` (default;
-  algorithm 4, converges to the certified optimum,
+* ``loss="exp"`` (eq. 8) and ``loss="logistic"`` (eq. 19): ``"projected_gradient"`` (default;
+  FISTA with backtracking and adaptive restart over the PSD cone, certified by the same bound,
+  :func:`cvxmetric.solvers.boostmetric_gradient.boostmetric_projected_gradient`),
+  ``"totally_corrective"`` (algorithm 4, converges to the certified optimum,
   :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_totally_corrective`) or ``"stagewise"``
   (the paper's algorithm 3, never lowers a weight, so it stops short of the optimum by design and
-  reports its honest certified gap, :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_stagewise`)
-  or ``"projected_gradient"`` (FISTA with backtracking and adaptive restart over the PSD cone,
-  certified by the same bound, :func:`cvxmetric.solvers.boostmetric_gradient.boostmetric_projected_gradient`).
+  reports its honest certified gap, :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_stagewise`).
 
 Multi-pass BoostMetric (sec. 3.7) regenerates the triplets from labels and is therefore not a
 method of this facade (which takes triplets): see
@@ -38,8 +38,13 @@ BOOSTMETRIC_METHODS = {
 }
 
 #: The methods that apply to each loss, the default first.
-LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("totally_corrective", "stagewise", "projected_gradient"),
-                "logistic": ("totally_corrective", "stagewise", "projected_gradient")}
+#: exp / logistic default to "projected_gradient": measured with the estimator's defaults (one BLAS
+#: thread), 4-5x faster than "totally_corrective" on breast_cancer (569 x 30, 5121 triplets) and
+#: 15-40x on digits (1797 x 64, 16173 triplets), and certified on wine standardized x 1e3, where
+#: the totally-corrective solver stalls at a 1.7e-3 gap; slower (13.6 s against 4.8 s) only on
+#: breast_cancer standardized x 1e3, where the trace weight is negligible.
+LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("projected_gradient", "totally_corrective", "stagewise"),
+                "logistic": ("projected_gradient", "totally_corrective", "stagewise")}
 
 
 def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str | None = None,
@@ -60,8 +65,8 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
         uses 1e-7) or, for the hinge SDP, the weight of the slacks, :math:`\nu \ge 1/m`.
     method : {"column_generation", "totally_corrective", "stagewise", "projected_gradient"}, optional
         Default per loss: ``"column_generation"`` for the hinge loss (its only method),
-        ``"totally_corrective"`` for exp and logistic (``"stagewise"``: the paper's algorithm 3;
-        ``"projected_gradient"``: accelerated projected gradient over the PSD cone).
+        ``"projected_gradient"`` (accelerated projected gradient over the PSD cone) for exp and
+        logistic (``"totally_corrective"``: algorithm 4; ``"stagewise"``: the paper's algorithm 3).
         A method that does not apply to the loss is a ValueError.
     **options
         Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``, ``n_columns``; column

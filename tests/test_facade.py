@@ -161,7 +161,7 @@ def test_boostmetric_default_method_follows_the_loss():
                                      max_iter=5).solver == "boostmetric-hinge-cg"
     b = _boost("exp")
     res = solvers.solve_boostmetric(b.X, b.constraints, loss="exp", nu=b.params["nu"], max_iter=5)
-    assert res.solver == "boostmetric-exp-tc"
+    assert res.solver == "boostmetric-exp-fista"
 
 
 # ---------------------------------------------------------------------------- rejected options
@@ -195,7 +195,7 @@ def _reject_cases():
         (lambda: solvers.solve_orml(orml.X, e["pairs"], e["relevant"], session=e["session"], max_iter=3),
          "max_iter", "pursuit"),
         (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", nu=eb.params["nu"], smoothing=0.5),
-         "smoothing", "totally_corrective"),
+         "smoothing", "projected_gradient"),
         # unknown method, and a method that does not apply to the loss
         (lambda: solvers.solve_qwise(X, cons, method="newton"), "method", "newton"),
         (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **fp, method="pdhg"), "method", "pdhg"),
