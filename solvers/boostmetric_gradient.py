@@ -45,8 +45,8 @@ __all__ = ["boostmetric_projected_gradient", "whitening"]
 #: Eigenvalues of the difference vectors' second moment at or below SPAN_RTOL times the largest
 #: are round-off of the zero eigenvalues of constant features (the eigh of a d x d matrix errs by
 #: about d ulps of its largest eigenvalue, d <= 1e3 here): such directions leave the whitened
-#: coordinates. Whitening them by 1 / sqrt(round-off) made the trace gradient 1e16 times the rest
-#: and the projection's eigh lost every other direction to its round-off.
+#: coordinates. Whitened by 1 / sqrt(round-off), their trace gradient would be 1e16 times the
+#: rest, and the projection's eigh would lose every other direction to its round-off.
 SPAN_RTOL = 1e-13
 
 #: The step's curvature estimate L shrinks by this factor before each iteration and doubles
@@ -69,8 +69,8 @@ TEST_ULPS = 16.0
 PROBE_STEP = 1e-3
 
 #: The certificate (one weighted sum and one d x d eigh on the twin, about one iteration's cost)
-#: is computed when the complementarity gap nu tr M - u^T rho (free from the margins; it is the
-#: certified gap when A(u) <= nu I) is within tol, and then at most every CERTIFY_EVERY
+#: is computed when the complementarity gap |nu tr M - u^T rho| (free from the margins; it is
+#: the certified gap when A(u) <= nu I, and 0 at the optimum) is within tol, and then at most every CERTIFY_EVERY
 #: iterations: at most a fifth more work in the final phase.
 CERTIFY_EVERY = 5
 
@@ -78,7 +78,8 @@ CERTIFY_EVERY = 5
 #: longer than a restart cycle, tens to hundreds of iterations on the default instances), or
 #: when no step passes the backtracking test. A step below the point's round-off is no reason to
 #: stop: L shrinks by L_SHRINK each iteration until the step counts again (measured on
-#: breast_cancer, standardized times 1e3: a single such step 7e-6 short of the certificate).
+#: breast_cancer standardized times 1e3: such a step occurs at a certified gap of 7e-6, and the
+#: iteration certifies 1e-6 some hundred iterations later).
 STALL_ITERATIONS = 500
 
 
@@ -193,10 +194,13 @@ def boostmetric_projected_gradient(X, triplets, *, loss: str = "logistic", nu: f
     X : array_like, shape (n, d)
     triplets : ConstraintSet or array_like of int, shape (m, 3)
     loss : {"exp", "logistic"}
+        The estimator's default loss is the logistic one, with ``nu = 1``
+        (:data:`cvxmetric.instances.boostmetric.DEFAULT_NU`).
     nu : float
         Trace weight.
     max_iter : int
-        FISTA iterations at most.
+        FISTA iterations at most (measured: 0-920 on the estimator's default fits of iris, wine,
+        breast_cancer and digits at five preprocessings, 4818 on breast_cancer standardized x 1e3).
     tol : float
         Certified relative gap for ``converged``.
     eig : {"auto", "dense", "lanczos"}
