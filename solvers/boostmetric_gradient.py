@@ -82,6 +82,12 @@ CERTIFY_EVERY = 5
 #: iteration certifies 1e-6 some hundred iterations later).
 STALL_ITERATIONS = 500
 
+#: The projection's eigenpairs give the new point as a factor, M = L^T L with r rows (its positive
+#: eigenvalues); its margins cost O(m k r) that way against O(m k^2) from M. Used when r is at
+#: most FACTOR_MAX_FRACTION of k (measured, one thread: breast_cancer, k = 30, m = 5121: 0.45 ms
+#: at r = 15 against 0.8 ms; digits, k = 61, m = 16173: 1.8 ms against 2.8 ms).
+FACTOR_MAX_FRACTION = 0.5
+
 
 def whitening(geom: TripletGeometry) -> np.ndarray:
     r"""The whitening :math:`B` (d, k): :math:`B^\top S B = I` on the range of the second moment
@@ -104,6 +110,14 @@ class _Whitened:
 
     def margins(self, Mt: np.ndarray) -> np.ndarray:
         return self.geom.margins(Mt)
+
+    def margins_eig(self, Mt: np.ndarray, lam: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """The margins of the projection ``Mt`` of a matrix with eigenpairs (lam, V): through its
+        factor when its rank is at most ``FACTOR_MAX_FRACTION`` of the dimension."""
+        pos = lam > 0.0
+        if np.count_nonzero(pos) > FACTOR_MAX_FRACTION * lam.size:
+            return self.geom.margins(Mt)
+        return self.geom.margins_factor((V[:, pos] * np.sqrt(lam[pos])).T)
 
     def value(self, rho: np.ndarray, Mt: np.ndarray) -> float:
         return self.run.twin.value_from_margins(rho, 0.0) + float(np.sum(self.trace_weight * Mt))
@@ -150,9 +164,9 @@ class _Fista:
         L = self.L * L_SHRINK
         for _ in range(MAX_BACKTRACK):
             self.n_trials += 1
-            x_new = project_psd(y - G / L)
+            x_new, lam, V = project_psd(y - G / L, return_eig=True)
             D = x_new - y
-            rho_new = prob.margins(x_new)
+            rho_new = prob.margins_eig(x_new, lam, V)
             f_new = prob.value(rho_new, x_new)
             bound = f_y + float(np.sum(G * D)) + 0.5 * L * float(np.sum(D * D))
             if f_new <= bound + TEST_ULPS * np.finfo(float).eps * max(abs(f_y), abs(f_new)):
