@@ -39,10 +39,11 @@ BOOSTMETRIC_METHODS = {
 
 #: The methods that apply to each loss, the default first.
 #: exp / logistic default to "projected_gradient": measured with the estimator's defaults (one BLAS
-#: thread), 4-5x faster than "totally_corrective" on breast_cancer (569 x 30, 5121 triplets) and
-#: 15-40x on digits (1797 x 64, 16173 triplets), and certified on wine standardized x 1e3, where
-#: the totally-corrective solver stalls at a 1.7e-3 gap; slower (13.6 s against 4.8 s) only on
-#: breast_cancer standardized x 1e3, where the trace weight is negligible.
+#: thread; python -m benchmarks.defaults), 5-9x faster than "totally_corrective" on breast_cancer
+#: (569 x 30, 5121 triplets: 0.4-1.0 s against 3.7-6.2 s) and 80-140x on digits (1797 x 64, 16173
+#: triplets: 2.4-3.0 s against 234-331 s), and certified on wine and digits standardized x 1e3,
+#: where the totally-corrective solver stops at certified gaps of 1.7e-3 and 1.3e-2; on
+#: breast_cancer standardized x 1e3 (a negligible trace weight) both take about 5 s.
 LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("projected_gradient", "totally_corrective", "stagewise"),
                 "logistic": ("projected_gradient", "totally_corrective", "stagewise")}
 
