@@ -14,6 +14,7 @@ facade                    ``method=``                                     defaul
 ``solve_mmc``             ``"ascent"``                                    ``"ascent"``
 ``solve_itml``            ``"bregman"``                                   ``"bregman"``
 ``solve_boostmetric``     ``"column_generation"`` (hinge loss),           per loss
+                          ``"projected_gradient"``,
                           ``"totally_corrective"``, ``"stagewise"``
                           (exp, logistic)
 ``solve_orml``            ``"pursuit"``                                   ``"pursuit"``

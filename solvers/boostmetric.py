@@ -4,8 +4,10 @@ Which algorithm applies depends on the loss (Shen et al. 2012):
 
 * ``loss="hinge"`` (eq. 5, an SDP with :math:`\mathrm{tr}\,X = 1`): ``"column_generation"`` — LP column
   generation with a certified duality gap (:func:`cvxmetric.solvers.boostmetric_cg.boostmetric_hinge_cg`);
-* ``loss="exp"`` (eq. 8) and ``loss="logistic"`` (eq. 19): ``"totally_corrective"`` (default;
-  algorithm 4, converges to the certified optimum,
+* ``loss="exp"`` (eq. 8) and ``loss="logistic"`` (eq. 19): ``"projected_gradient"`` (default;
+  FISTA with backtracking and adaptive restart over the PSD cone, certified by the same bound,
+  :func:`cvxmetric.solvers.boostmetric_gradient.boostmetric_projected_gradient`),
+  ``"totally_corrective"`` (algorithm 4, converges to the certified optimum,
   :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_totally_corrective`) or ``"stagewise"``
   (the paper's algorithm 3, never lowers a weight, so it stops short of the optimum by design and
   reports its honest certified gap, :func:`cvxmetric.solvers.boostmetric_stagewise.boostmetric_stagewise`).
@@ -20,6 +22,7 @@ from cvxmetric._checks import check_method_options, keyword_options
 from cvxmetric.boostmetric import LOSSES
 
 from .boostmetric_cg import boostmetric_hinge_cg
+from .boostmetric_gradient import boostmetric_projected_gradient
 from .boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 from .result import SolverResult
 
@@ -31,11 +34,18 @@ BOOSTMETRIC_METHODS = {
     "column_generation": keyword_options(boostmetric_hinge_cg, exclude={"triplets", "nu"}),
     "totally_corrective": keyword_options(boostmetric_totally_corrective, exclude={"triplets", "loss", "nu"}),
     "stagewise": keyword_options(boostmetric_stagewise, exclude={"triplets", "loss", "nu"}),
+    "projected_gradient": keyword_options(boostmetric_projected_gradient, exclude={"triplets", "loss", "nu"}),
 }
 
 #: The methods that apply to each loss, the default first.
-LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("totally_corrective", "stagewise"),
-                "logistic": ("totally_corrective", "stagewise")}
+#: exp / logistic default to "projected_gradient": measured with the estimator's defaults (one BLAS
+#: thread; python -m benchmarks.defaults), 5-9x faster than "totally_corrective" on breast_cancer
+#: (569 x 30, 5121 triplets: 0.4-1.0 s against 3.7-6.2 s) and 80-140x on digits (1797 x 64, 16173
+#: triplets: 2.4-3.0 s against 234-331 s), and certified on wine and digits standardized x 1e3,
+#: where the totally-corrective solver stops at certified gaps of 1.7e-3 and 1.3e-2; on
+#: breast_cancer standardized x 1e3 (a negligible trace weight) both take about 5 s.
+LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("projected_gradient", "totally_corrective", "stagewise"),
+                "logistic": ("projected_gradient", "totally_corrective", "stagewise")}
 
 
 def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str | None = None,
@@ -54,14 +64,15 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
     nu : float
         The paper's :math:`\nu > 0`: the weight of :math:`\mathrm{tr}\,X` (exp, logistic; the paper
         uses 1e-7) or, for the hinge SDP, the weight of the slacks, :math:`\nu \ge 1/m`.
-    method : {"column_generation", "totally_corrective", "stagewise"}, optional
+    method : {"column_generation", "totally_corrective", "stagewise", "projected_gradient"}, optional
         Default per loss: ``"column_generation"`` for the hinge loss (its only method),
-        ``"totally_corrective"`` for exp and logistic (``"stagewise"``: the paper's algorithm 3).
+        ``"projected_gradient"`` (accelerated projected gradient over the PSD cone) for exp and
+        logistic (``"totally_corrective"``: algorithm 4; ``"stagewise"``: the paper's algorithm 3).
         A method that does not apply to the loss is a ValueError.
     **options
         Options of the chosen algorithm (``tol``, ``max_iter``, ``eig``, ``n_columns``; column
         generation also ``smoothing``, ``slack``, ``warm`` and ``working_set``, totally corrective the ``lbfgs_*``
-        settings and ``master``). An option the method does not read is a ValueError.
+        settings and ``master``; projected gradient ``tol``, ``max_iter``, ``eig``). An option the method does not read is a ValueError.
 
     Returns
     -------
@@ -102,5 +113,6 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
                                   {m: BOOSTMETRIC_METHODS[m] for m in applicable})
     if method == "column_generation":
         return boostmetric_hinge_cg(X, triplets, nu, **options)
-    solver = boostmetric_totally_corrective if method == "totally_corrective" else boostmetric_stagewise
+    solver = {"totally_corrective": boostmetric_totally_corrective, "stagewise": boostmetric_stagewise,
+              "projected_gradient": boostmetric_projected_gradient}[method]
     return solver(X, triplets, loss=loss, nu=nu, **options)

@@ -622,7 +622,8 @@ def test_subspace_master_iterations_do_not_depend_on_feature_units():
 
 
 @pytest.mark.parametrize("scale", [1e-30, 1e30])
-@pytest.mark.parametrize("loss,solver", [("logistic", "totally_corrective"), ("exp", "totally_corrective"),
+@pytest.mark.parametrize("loss,solver", [("logistic", "projected_gradient"), ("exp", "projected_gradient"),
+                                         ("logistic", "totally_corrective"), ("exp", "totally_corrective"),
                                          ("logistic", "stagewise"), ("exp", "stagewise"),
                                          ("hinge", "column_generation")])
 def test_extreme_units_end_without_internal_errors(scale, loss, solver):

@@ -30,6 +30,7 @@ from cvxmetric.taxonomy import taxonomy_quadruplets
 from cvxmetric.vector_model import qwise_vector_model
 from cvxmetric.webpage import monotony_quadruplets
 from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
+from cvxmetric.solvers.boostmetric_gradient import boostmetric_projected_gradient
 from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 from cvxmetric.solvers.factor_subgradient import factor_subgradient
 from cvxmetric.solvers.fantope_mm import fantope_mm
@@ -107,7 +108,9 @@ def _cases():
                                  ("exp", "totally_corrective", boostmetric_totally_corrective),
                                  ("exp", "stagewise", boostmetric_stagewise),
                                  ("logistic", "totally_corrective", boostmetric_totally_corrective),
-                                 ("logistic", "stagewise", boostmetric_stagewise)):
+                                 ("logistic", "stagewise", boostmetric_stagewise),
+                                 ("exp", "projected_gradient", boostmetric_projected_gradient),
+                                 ("logistic", "projected_gradient", boostmetric_projected_gradient)):
         b = _boost(loss)
         nu = b.params["nu"]
         model = boostmetric_model(b.X, b.constraints, loss=loss, nu=nu)
@@ -158,7 +161,7 @@ def test_boostmetric_default_method_follows_the_loss():
                                      max_iter=5).solver == "boostmetric-hinge-cg"
     b = _boost("exp")
     res = solvers.solve_boostmetric(b.X, b.constraints, loss="exp", nu=b.params["nu"], max_iter=5)
-    assert res.solver == "boostmetric-exp-tc"
+    assert res.solver == "boostmetric-exp-fista"
 
 
 # ---------------------------------------------------------------------------- rejected options
@@ -192,7 +195,7 @@ def _reject_cases():
         (lambda: solvers.solve_orml(orml.X, e["pairs"], e["relevant"], session=e["session"], max_iter=3),
          "max_iter", "pursuit"),
         (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", nu=eb.params["nu"], smoothing=0.5),
-         "smoothing", "totally_corrective"),
+         "smoothing", "projected_gradient"),
         # unknown method, and a method that does not apply to the loss
         (lambda: solvers.solve_qwise(X, cons, method="newton"), "method", "newton"),
         (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **fp, method="pdhg"), "method", "pdhg"),

@@ -195,7 +195,8 @@ SOLVERS = {
     "mmc": MethodSolvers(("ascent",), run_mmc),
     "qwise": MethodSolvers(("pdhg", "subgradient"), run_qwise),
     "fantope": MethodSolvers(("mm", "subgradient", "factor"), run_fantope),
-    "boostmetric": MethodSolvers(("totally_corrective", "column_generation", "stagewise"), run_boostmetric),
+    "boostmetric": MethodSolvers(("projected_gradient", "totally_corrective", "column_generation", "stagewise"),
+                                 run_boostmetric),
     "orml": MethodSolvers(("pursuit",), run_orml),
 }
 

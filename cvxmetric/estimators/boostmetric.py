@@ -37,9 +37,9 @@ class BoostMetric(MetricLearner):
         ``nu`` above the best worst margin (separable data need a larger ``nu``).
     n_neighbors, n_impostors : int
         Neighbours per point that make the triplets (paper: 3 and 3).
-    solver : {"totally_corrective", "stagewise", "column_generation", "cvxpy"} or None
-        exp / logistic: the totally-corrective solver (default; certified) or the paper's
-        stage-wise algorithm (not optimal by design: it reports its honest gap and is usually not
+    solver : {"projected_gradient", "totally_corrective", "stagewise", "column_generation", "cvxpy"} or None
+        exp / logistic: accelerated projected gradient (default; certified), the totally-corrective
+        solver (certified) or the paper's stage-wise algorithm (not optimal by design: it reports its honest gap and is usually not
         certified); hinge: column generation (the default for it). ``"cvxpy"``: the exact solve.
     tol, max_iter : optional
         The solver's certified gap and iteration limit; None: its defaults.

@@ -24,6 +24,7 @@ import numpy as np
 from cvxmetric.linalg import project_psd
 from cvxmetric.formulations.boostmetric import build_boostmetric
 from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
+from cvxmetric.solvers.boostmetric_gradient import boostmetric_projected_gradient
 from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 
 from ..kkt import relative_residual
@@ -37,7 +38,8 @@ from ..tolerances import (GAP_BOOSTMETRIC_HINGE, GAP_BOOSTMETRIC_SMOOTH,
 #: converged=True there means "certified within GAP_BOOSTMETRIC_STAGEWISE".
 TOLERANCES = {"column_generation": Thresholds(GAP_BOOSTMETRIC_HINGE, None),
               "totally_corrective": Thresholds(GAP_BOOSTMETRIC_SMOOTH, KKT_FAST_BOOSTMETRIC),
-              "stagewise": Thresholds(GAP_BOOSTMETRIC_STAGEWISE, None)}
+              "stagewise": Thresholds(GAP_BOOSTMETRIC_STAGEWISE, None),
+              "projected_gradient": Thresholds(GAP_BOOSTMETRIC_SMOOTH, KKT_FAST_BOOSTMETRIC)}
 
 
 def _build(inst):
@@ -56,7 +58,10 @@ def _fast(inst):
             FastSolver(f"boostmetric-{loss}-stagewise",
                        lambda i: boostmetric_stagewise(i.X, i.constraints, loss=loss, nu=nu, max_iter=2000,
                                                        tol=TOLERANCES["stagewise"].gap_tol),
-                       *TOLERANCES["stagewise"])]
+                       *TOLERANCES["stagewise"]),
+            FastSolver(f"boostmetric-{loss}-fista",
+                       lambda i: boostmetric_projected_gradient(i.X, i.constraints, loss=loss, nu=nu),
+                       *TOLERANCES["projected_gradient"])]
 
 
 def _kkt_truth(form, sol) -> dict:
