@@ -17,7 +17,8 @@ ROW_SOLVER = {"qwise-subgradient": "subgradient", "qwise-pdhg": "pdhg", "lmnn-se
               "mmc-ascent": "ascent", "mmc-ascent-raw": "ascent", "orml-pursuit": "pursuit",
               "boostmetric-hinge-cg": "column_generation", "boostmetric-exp-tc": "totally_corrective",
               "boostmetric-logistic-tc": "totally_corrective", "boostmetric-exp-stagewise": "stagewise",
-              "boostmetric-logistic-stagewise": "stagewise", "qwise-pdhg-ws": "pdhg-ws"}
+              "boostmetric-logistic-stagewise": "stagewise", "boostmetric-exp-fista": "projected_gradient",
+              "boostmetric-logistic-fista": "projected_gradient", "qwise-pdhg-ws": "pdhg-ws"}
 NOT_AN_ESTIMATOR_SOLVER = {"qwise-vector-newton", "fantope-bound-subgradient", "fantope-bound-pdhg"}
 
 
