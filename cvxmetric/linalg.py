@@ -100,6 +100,8 @@ def positive_eigenpairs(S: np.ndarray, *, partial: bool | None = None, rank_hint
         partial = d >= PARTIAL_EIGH_MIN_D and (rank_hint is None or rank_hint <= PARTIAL_EIGH_MAX_FRACTION * d)
     if partial:
         lam, V = eigh(S, subset_by_value=(0.0, np.inf), driver="evr", overwrite_a=overwrite)
+    elif d == 1:   # scipy's dsyevd wrapper asks LAPACK for too small a workspace at d = 1 (1.10, 1.13 measured)
+        lam, V = np.linalg.eigh(S)
     else:
         lam, V = eigh(S, driver="evd", overwrite_a=overwrite)
     return lam, V, bool(partial)
