@@ -180,6 +180,17 @@ class _Run:
         bound = self.certifier.bound(u, upper=f, columns=self.cols)
         return relative_gap(f, bound.lower), bound
 
+    def columns_to_add(self, rho, w, n_columns: int):
+        """Algorithm 4's pricing at the point with margins rho and weights w: None when its certified
+        gap is within tol, else the top eigenvectors of A(u(rho)) (at most ``n_columns``) whose
+        eigenvalue exceeds nu beyond round-off (the columns that lower the objective)."""
+        gap, _ = self.gap(rho, w)
+        if gap <= self.tol:
+            return None
+        u = self.twin.weights(rho)
+        lam, V, _ = self.geom.top_eigenpair(u, eig=self.eig, n_vectors=min(n_columns, self.twin.d))
+        return V[:, lam - self.nu > self.geom.roundoff(u)]
+
     def line_search(self, loss, rho, h) -> float:
         """:func:`line_search_weight` on the normalized problem, its error stated in the caller's units."""
         if loss == "exp" and float(np.min(h)) >= self.nu and h @ self.twin.weights(rho) > self.nu:
@@ -329,13 +340,10 @@ def boostmetric_totally_corrective(X, triplets, *, loss: str = "exp", nu: float 
         return np.maximum(res.x, 0.0) / s
 
     for n_iter in range(1, max_iter + 1):
-        gap, _ = run.gap(rho, w)
-        if gap <= run.tol:
+        new = run.columns_to_add(rho, w, n_columns)
+        if new is None:
             stop_reason = "converged"
             break
-        u = twin.weights(rho)
-        lam, V, resid = geom.top_eigenpair(u, eig=eig, n_vectors=min(n_columns, twin.d))
-        new = V[:, lam - nu > geom.roundoff(u)]
         if new.shape[1] == 0:
             f_old = twin.value_from_margins(rho, w.sum())
             w = corrective(w)
@@ -422,13 +430,11 @@ def _subspace_loop(run: "_Run", loss: str, max_iter: int, n_columns: int) -> Sol
     rho, w = np.zeros(twin.m), np.zeros(0)
     history, stop_reason, n_iter, mu, n_newton, sub = [], "max_iter", 0, None, 0, None
     for n_iter in range(1, max_iter + 1):
-        gap, _ = run.gap(rho, w)
-        if gap <= run.tol:
+        new = run.columns_to_add(rho, w, n_columns)
+        if new is None:
             stop_reason = "converged"
             break
-        u = twin.weights(rho)
-        lam, V, _ = geom.top_eigenpair(u, eig=run.eig, n_vectors=min(n_columns, twin.d))
-        new = _new_directions(Q, V[:, lam - nu > geom.roundoff(u)])
+        new = _new_directions(Q, new)
         f = twin.value_from_margins(rho, w.sum())
         mu_final = MU_FINAL * run.tol * _objective_scale(f, nu, w.sum()) / max(1, Q.shape[1] + new.shape[1])
         if new.shape[1] == 0:
