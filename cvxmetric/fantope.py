@@ -97,11 +97,6 @@ def fantope_terms_from_eig(lam: np.ndarray, V: np.ndarray, k: int) -> tuple[floa
     return float(np.sum(lam[:k])), 0.5 * (W + W.T)
 
 
-def _eigh(M, name: str = "M") -> tuple[np.ndarray, np.ndarray]:
-    M = as_square_symmetric(M, name)
-    return np.linalg.eigh(M)
-
-
 def sum_smallest_eigenvalues(M, k: int) -> float:
     r""":math:`R(M)`: the sum of the ``k`` smallest eigenvalues of a symmetric matrix (eq. 3.2)."""
     M = as_square_symmetric(M, "M")

@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from ._checks import as_square_symmetric, check_bool, check_int_in_range
+from ._checks import check_bool, check_int_in_range
 from .tolerances import RANK_RTOL
 
 __all__ = ["power_of_two", 
@@ -300,11 +300,6 @@ def random_psd(d: int, *, rank: int | None = None, seed=None, scale: float = 1.0
     r = d if rank is None else rank
     G = rng.standard_normal((r, d))
     return scale * (G.T @ G) / max(r, 1)
-
-
-def check_psd_matrix(M, name: str = "M", d: int | None = None) -> np.ndarray:
-    """Validated symmetric PSD copy of ``M`` (see :func:`cvxmetric._checks.as_square_symmetric`)."""
-    return as_square_symmetric(M, name, d=d, psd=True)
 
 
 def power_of_two(x) -> np.ndarray | float:

@@ -59,7 +59,7 @@ from .certificates import Bounds
 from .constraints import ConstraintSet
 from .linalg import power_of_two, project_psd, symmetrize
 
-__all__ = ["MMCModel", "mmc_model", "min_form_value", "SPAN_RTOL", "RANGE_RTOL"]
+__all__ = ["MMCModel", "min_form_value", "SPAN_RTOL", "RANGE_RTOL"]
 
 #: A dissimilar difference counts as inside the range of C_S when its component outside that range
 #: is at most SPAN_RTOL times its length (both in equilibrated coordinates). A difference that is
@@ -292,8 +292,3 @@ class MMCModel:
         :meth:`make_feasible` (M)), ``lower`` = :meth:`lower_bound` (M)."""
         P = self.psd_part(M)
         return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))
-
-
-def mmc_model(X, constraints: ConstraintSet) -> MMCModel:
-    """The :class:`MMCModel` of ``constraints`` on ``X`` (validated)."""
-    return MMCModel(X, constraints)
