@@ -1,4 +1,4 @@
-r"""BoostMetric in cvxpy (Shen et al. 2012; DESIGN §5.6): the hinge SDP, its restricted master LP
+r"""BoostMetric in cvxpy (Shen et al. 2012; design §5.6): the hinge SDP, its restricted master LP
 and the LP's dual, and the exponential- and logistic-loss problems.
 
 With :math:`\rho_r(X) = \langle A_r, X\rangle`, :math:`A_r = C_{ik} - C_{ij}` written as

@@ -1,4 +1,4 @@
-r"""Fantope regularization in cvxpy (thesis ch. 3, DESIGN §5.5): bound, LMO, MM, theorem checks.
+r"""Fantope regularization in cvxpy (thesis ch. 3, design §5.5): bound, LMO, MM, theorem checks.
 
 * :func:`build_fantope_bound` — the convex bound at a fixed :math:`W \in \mathbb{F}_k`,
 

@@ -1,4 +1,4 @@
-r"""ITML in cvxpy (Davis et al. 2007; DESIGN §5.3): LogDet divergence plus a log-slack term.
+r"""ITML in cvxpy (Davis et al. 2007; design §5.3): LogDet divergence plus a log-slack term.
 
 .. math::
     \min_{M, \xi}\ \mathrm{tr}(M M_0^{-1}) - \log\det M + \log\det M_0 - d

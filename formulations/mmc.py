@@ -1,4 +1,4 @@
-r"""MMC in cvxpy (Xing et al. 2002; thesis eq. 1.3; DESIGN §5.1): the min form and the max form.
+r"""MMC in cvxpy (Xing et al. 2002; thesis eq. 1.3; design §5.1): the min form and the max form.
 
 Min form (the ground truth):
 

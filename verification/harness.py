@@ -1,6 +1,6 @@
 r"""The verification harness: certified ground truth vs fast solvers, one row per method x instance x solver.
 
-For every row it measures (DESIGN §6):
+For every row it measures (design §6):
 
 * :math:`p^*` as a **certified interval** :math:`[\ell, u]` computed by project code
   (:func:`cvxmetric.formulations.ladder.solve_certified`: a feasible point's ``value_at`` and a repaired
