@@ -121,4 +121,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks._report import run_main
+
+    raise SystemExit(run_main('working_set', main))
