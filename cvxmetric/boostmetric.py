@@ -1,5 +1,7 @@
-r"""BoostMetric's shared vocabulary (Shen et al. 2012, JMLR; design §5.6): triplet geometry,
-margins, the matrix-free pricing operator and the three losses.
+r"""BoostMetric's shared vocabulary: triplet geometry, margins, the matrix-free pricing operator and
+the three losses.
+
+Reference: Shen et al. 2012 (JMLR); design §5.6.
 
 A triplet :math:`r = (i, j, k)` says "i is closer to j than to k". With
 :math:`C_{ab} = (x_a - x_b)(x_a - x_b)^\top` the paper's eq. (4) is

@@ -1,4 +1,6 @@
-r"""BoostMetric with the exponential and the logistic loss (Shen et al. 2012, sec. 3.2–3.7).
+r"""BoostMetric with the exponential and the logistic loss.
+
+Reference: Shen et al. 2012, sec. 3.2–3.7.
 
 Both losses are minimised over :math:`X = \sum_j w_j v_j v_j^\top \succeq 0` (:math:`w \ge 0`, unit :math:`v_j`):
 

@@ -1,4 +1,6 @@
-r"""ITML by cyclic Bregman projections (Davis et al. 2007, algorithm 1) with rank-one updates.
+r"""ITML by cyclic Bregman projections with rank-one updates.
+
+Reference: Davis et al. 2007, algorithm 1.
 
 The problem (design §5.3, :mod:`cvxmetric.itml`) is a Bregman-divergence minimisation with
 generator :math:`\varphi(M, \xi) = -\log\det M - \sum_c \gamma_c \log\xi_c` under the linear

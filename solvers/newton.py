@@ -1,4 +1,6 @@
-r"""Primal projected Newton method for the Qwise vector model (thesis appendix B, alg. 4).
+r"""Primal projected Newton method for the Qwise vector model.
+
+Reference: thesis appendix B, alg. 4.
 
 Minimises :math:`F(\omega) = \tfrac12\|\omega\|^2 + \sum_c c_c\, \ell_h(\beta_c - g_c^\top\omega)` over
 :math:`\mathcal{C} = \mathbb{R}^e` or :math:`\mathbb{R}^e_+` (:class:`~cvxmetric.vector_model.VectorModel`).
