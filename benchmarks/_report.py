@@ -149,7 +149,7 @@ def run_main(name: str, main, argv: list[str] | None = None) -> int:
 
 
 #: Benchmarks whose page section is their committed output file (a peer library in its own
-#: environment, or more than a few minutes a run): name -> (command, file).
+#: environment, or many minutes a run): name -> (command, file).
 RECORDED = {
     "peer_lmnn_mmc": ("CVXMETRIC_PEER_PYTHON=<peer venv python> python -m benchmarks.peer_lmnn_mmc",
                       "peer_lmnn_mmc_result.txt"),
@@ -159,7 +159,6 @@ RECORDED = {
     "fantope_table31": ("python -m benchmarks.fantope_table31", "fantope_table31_result.txt"),
     "fantope_table31_factors": ("python -m benchmarks.fantope_table31 (one factor changed a run: options in the file)",
                                 "fantope_table31_factors_result.txt"),
-    "qwise_speed": ("python -m benchmarks.qwise_speed", "qwise_speed_result.txt"),
 }
 
 
