@@ -5,8 +5,10 @@ Code, docs, notebooks and comments state the current figure and the command that
 of earlier runs or reverted trials belong in the version history, not in the files. This test
 greps every tracked text file for such words.
 
-The one date allowed is the run date a benchmark writes into the metadata line of its section of
-``docs/benchmarks.md`` ("measured YYYY-MM-DD on ..."): it says when the current figure was taken.
+The one date allowed is a benchmark's run date: in the metadata line of its section of
+``docs/benchmarks.md`` ("measured YYYY-MM-DD on ..."), and in the header comment ("# ...") of a
+recorded output (``benchmarks/*.txt``, also shown on that page). It says when the current figure
+was taken.
 """
 import re
 import subprocess
@@ -32,6 +34,16 @@ HISTORY_PATTERNS = {
 
 #: The benchmarks page's metadata line of a section: its run date is the current figure's date.
 BENCHMARK_DATE_LINE = re.compile(r"^`python -m benchmarks\.[a-z0-9_]+[^`]*`.*, measured 20[0-9]{2}-[01][0-9]-[0-3][0-9] on ")
+#: A recorded benchmark output's header comment (its run's machine, settings and date).
+RECORDED_HEADER_LINE = re.compile(r"^# ")
+
+
+def _is_run_date(rel: str, line: str) -> bool:
+    """Whether a date on ``line`` of file ``rel`` is a benchmark's run date."""
+    if rel == "docs/benchmarks.md" and BENCHMARK_DATE_LINE.match(line):
+        return True
+    recorded = rel == "docs/benchmarks.md" or (rel.startswith("benchmarks/") and rel.endswith(".txt"))
+    return recorded and bool(RECORDED_HEADER_LINE.match(line))
 
 #: This file names the patterns it looks for.
 SELF = Path(__file__).relative_to(ROOT).as_posix()
@@ -49,7 +61,7 @@ def history_words(path: Path) -> list[str]:
     rel = path.relative_to(ROOT).as_posix()
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         for kind, pattern in HISTORY_PATTERNS.items():
-            if kind == "work date" and rel == "docs/benchmarks.md" and BENCHMARK_DATE_LINE.match(line):
+            if kind == "work date" and _is_run_date(rel, line):
                 continue
             if pattern.search(line):
                 found.append(f"{rel}:{number}: [{kind}] {line.strip()[:160]}")
