@@ -128,7 +128,7 @@ class _Tee(io.TextIOBase):
 WRITE_DOCS = "--write-docs"
 
 
-def run_main(name: str, main, argv: list[str] | None = None) -> int:
+def run_main(name: str, main, argv: list[str] | None = None, page: Path = PAGE) -> int:
     """Run benchmark ``name``'s ``main(argv)``; with ``--write-docs``, also write its output into the page.
 
     ``--write-docs`` is taken out of ``argv`` (default: the command line) before ``main`` parses
@@ -144,7 +144,7 @@ def run_main(name: str, main, argv: list[str] | None = None) -> int:
     with contextlib.redirect_stdout(tee):
         status = main(argv) or 0
     command = " ".join(["python -m benchmarks." + name, *argv])
-    write_output(name, command, tee.copy.getvalue())
+    write_output(name, command, tee.copy.getvalue(), page=page)
     return status
 
 
