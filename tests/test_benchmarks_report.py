@@ -50,3 +50,5 @@ def test_every_section_of_the_page_is_a_benchmark():
     assert len(names) == len(set(names)), "a benchmark has two sections"
     assert set(names) <= modules | set(_report.RECORDED)
     assert {"defaults", "scale", "working_set", "qwise_speed", "eigh", "hierarchy"} <= set(names)
+    empty = [name for name, body in SECTION.findall(PAGE_TEXT) if not body.strip()]
+    assert not empty, f"sections without a table: {empty}"
