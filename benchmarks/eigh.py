@@ -72,4 +72,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks._report import run_main
+
+    raise SystemExit(run_main('eigh', main))

@@ -115,15 +115,15 @@ def run(*, n=8000, d=50, e=10, m_train=10_000, m_eval=1_000_000, seed=0, factor_
 
     The thesis labels every set exactly by :math:`D_T` (``label_noise = 0``, the default). With
     ``0.1`` both unregularized rows reach the thesis' level but every regularized row falls far
-    below it (README, "why the baseline differs"); validation and test sets stay exactly
+    below it (the factor runs of table 3.1 on ``docs/benchmarks.md``); validation and test sets stay exactly
     labelled either way.
 
     ``baseline_iters`` (default None: PDHG to the optimum) solves the no-regularization row by
     the projected subgradient method over M instead (as the thesis does, Alg. 1, start 0:
     :func:`cvxmetric.solvers.subgradient.projected_subgradient`), stopped after that many iterations. The
     thesis gives neither its step nor its stopping threshold; stopped early (``120``), this row
-    reaches the thesis' accuracy level, the likeliest cause of the gap (README, "why the
-    baseline differs"); the regularized rows are unaffected.
+    reaches the thesis' accuracy level, the likeliest cause of the gap (the factor runs
+    of table 3.1 on ``docs/benchmarks.md``); the regularized rows are unaffected.
 
     ``parallel_args`` (the ``--jobs``/``--dask`` options of :mod:`benchmarks._parallel`; default
     serial) fits the grid cells in parallel, each cell whole in one process; validation and test
@@ -225,4 +225,6 @@ if __name__ == "__main__":
     import importlib
 
     # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
-    raise SystemExit(importlib.import_module(__spec__.name).main())
+    from benchmarks._report import run_main
+
+    raise SystemExit(run_main('fantope_table31', importlib.import_module(__spec__.name).main))

@@ -1,6 +1,6 @@
 """Run the peer library metric-learn in its own virtual environment, from a benchmark process.
 
-metric-learn 0.7.0 does not run with scikit-learn >= 1.6 (DESIGN §6 notes), so it lives in a
+metric-learn 0.7.0 does not run with scikit-learn >= 1.6 (design §6), so it lives in a
 separate venv and is called through a subprocess; data go through a temporary ``.npz`` file
 and the fit time is measured inside the subprocess (import time excluded).
 

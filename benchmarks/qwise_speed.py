@@ -104,4 +104,6 @@ if __name__ == "__main__":
     import importlib
 
     # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
-    raise SystemExit(importlib.import_module(__spec__.name).main())
+    from benchmarks._report import run_main
+
+    raise SystemExit(run_main('qwise_speed', importlib.import_module(__spec__.name).main))

@@ -20,8 +20,7 @@ step from the returned point, by the eigensolver the solver would choose; K M at
 point through its rank-r factor where the solver uses it; and K* y as the run's steps computed it,
 the full product or the update over the multipliers that changed, in the run's proportions), their
 ratio, the same floor
-through difference vectors (the operators before
-issue 9: one (d x d) product per constraint half), and the
+through difference vectors (one (d x d) product per constraint half), and the
 certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
 solver's own certified lower bound), and the seconds until the best point and bound so far first
 certified 1e-3 (at a check), the certificate's complementarity polishes and targeted repairs
@@ -82,7 +81,7 @@ class Size:
 
 
 _TOO_BIG = ("the cvxpy twin has {nnz:.1e} coefficient nonzeros, {times:.0f}x those of d = 100 with 10^4 "
-            "constraints (5.1e7), which needs 12-15 GB and does not finish in 600 s (issue 9)")
+            "constraints (5.1e7), which needs 12-15 GB and does not finish in 600 s (design §6)")
 SIZES = {
     # the harness instance syn-d50-m10000; certified to 1e-4, the accuracy of the SCS comparison
     "d50-m1e4": Size(50, 8000, 10_000, seed=0, certificate_tol=1e-4, peers_fit=True),   # registry seed
@@ -163,7 +162,7 @@ def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1,
     t_K = _best_time(lambda: op.apply(Mp, eig=(lam, V)))
     t_Kt = adjoint_step()
     t_eig = _best_time(project)
-    # the same products through one difference vector per constraint (today's path before issue 9)
+    # the same products through one difference vector per constraint (O(m d^2), the other exact form)
     geom, y_unscaled = model.geometry, np.asarray(y)
     t_diff = _best_time(lambda: geom.values(Mp, path="differences"), 2) \
         + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
@@ -347,4 +346,6 @@ if __name__ == "__main__":
     import importlib
 
     # main() of the module imported by name (not this __main__ copy): worker processes load its rows by name
-    raise SystemExit(importlib.import_module(__spec__.name).main())
+    from benchmarks._report import run_main
+
+    raise SystemExit(run_main('scale', importlib.import_module(__spec__.name).main))

@@ -39,7 +39,7 @@ from .scale import QUICK, SIZES, Size, build
 WS_SIZES = {"d50-m1e4": SIZES["d50-m1e4"], "d50-m3e4": Size(50, 2000, 30_000, seed=5005),
             "d50-m1e5": SIZES["d50-m1e5"], "d50-m1e6": SIZES["d50-m1e6"]}
 DEFAULT_SIZES = ("d50-m1e4", "d50-m3e4", "d50-m1e5")
-#: The certified relative gap both solvers are run to (the accuracy of issue 9's SCS comparison).
+#: The certified relative gap both solvers are run to (the accuracy of benchmarks.scale's SCS comparison).
 CERTIFICATE_TOL = 1e-4
 #: Default time limit of each solve, seconds.
 TIME_LIMIT = 600.0
@@ -121,4 +121,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from benchmarks._report import run_main
+
+    raise SystemExit(run_main('working_set', main))

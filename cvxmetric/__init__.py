@@ -2,7 +2,7 @@
 
 Constraint sets and their generators, difference-vector geometry and the hinge loss, the
 models shared by formulations and fast solvers, PSD linear algebra, smooth losses, data sets
-and the registry of named instances. See ``../shared/DESIGN.md``.
+and the registry of named instances. The design is ``docs/design.md``.
 
 The scikit-learn estimators (:mod:`cvxmetric.estimators`: ``LMNN``, ``ITML``, ``MMC``, ``Qwise``,
 ``BoostMetric``, ``ORML``, ...) are importable from here, loaded on first use (PEP 562), so that

@@ -1,5 +1,7 @@
-r"""BoostMetric's shared vocabulary (Shen et al. 2012, JMLR; DESIGN §5.6): triplet geometry,
-margins, the matrix-free pricing operator and the three losses.
+r"""BoostMetric's shared vocabulary: triplet geometry, margins, the matrix-free pricing operator and
+the three losses.
+
+Reference: Shen et al. 2012 (JMLR); design §5.6.
 
 A triplet :math:`r = (i, j, k)` says "i is closer to j than to k". With
 :math:`C_{ab} = (x_a - x_b)(x_a - x_b)^\top` the paper's eq. (4) is
@@ -128,7 +130,7 @@ LINE_SEARCH_MAX_D = 32
 
 #: Columns priced per LP by :func:`lambda_max_column_generation` (the leading eigenvectors of
 #: A(u) with a positive reduced cost). Measured on circles (d = 10, 540 triplets) to a 1e-7
-#: certified gap (LPs with 1 / 3 / 5 columns, alpha = 0.7, the former cold scipy LP): iris
+#: certified gap (LPs with 1 / 3 / 5 columns, alpha = 0.7, a cold scipy LP): iris
 #: 60 / 56 / 57, wine 108 / 66 / 66, circles 354 / 130 / 85 (13 s / 6.6 s / 4.7 s).
 CG_COLUMNS = 5
 
@@ -939,7 +941,7 @@ def lambda_max_column_generation(geom: TripletGeometry, cap: float, *, stop, max
                                  smoothing: float | str = "auto", eig: str = "auto",
                                  V0: np.ndarray | None = None, n_columns: int = CG_COLUMNS,
                                  warm: bool = True) -> ColumnGeneration:
-    r""":math:`\min_{u \in U_{\text{cap}}} \lambda_{\max}(\hat A(u))` by LP column generation (DESIGN §5.6).
+    r""":math:`\min_{u \in U_{\text{cap}}} \lambda_{\max}(\hat A(u))` by LP column generation (design §5.6).
 
     This is the dual of the hinge SDP (eq. 5) with :math:`\nu` = ``cap``, and with cap = 1 the
     best trace-one worst margin :math:`\lambda^* = \max_{\mathrm{tr}X = 1, X \succeq 0} \min_r \rho_r(X)`

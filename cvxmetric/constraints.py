@@ -1,4 +1,6 @@
-r"""The unified constraint set (thesis ch. 2, sec. 2.2.1; DESIGN §4).
+r"""The unified constraint set: every supervision signal as a weighted quadruplet.
+
+Reference: thesis ch. 2, sec. 2.2.1; design §4.
 
 Every supervision signal is a weighted quadruplet :math:`q = (i, j, k, l)` with margin
 :math:`\delta_q` and weight :math:`w_q`, asking

@@ -193,7 +193,8 @@ def normalized_spectrum(M) -> np.ndarray:
 
 
 def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, top_k: int = 20) -> tuple[float, np.ndarray]:
-    r"""Mean average precision at ``top_k`` and mean precision@1..top_k of ranking ``X_db`` by :math:`D_M`.
+    r"""Mean average precision at ``top_k`` and mean precision at depths 1 to ``top_k`` of ranking
+    ``X_db`` by :math:`D_M`.
 
     Parameters
     ----------
@@ -212,7 +213,7 @@ def retrieval_precision(X_query, y_query, X_db, y_db, M=None, *, top_k: int = 20
         Mean over queries of :math:`\mathrm{AP@k} = \sum_{i \le k} \mathrm{prec@}i \cdot \mathrm{rel}_i \,/\,
         \sum_{i \le k} \mathrm{rel}_i` (0 for a query with nothing relevant in its top ``top_k``).
     precision : ndarray of shape (top_k,)
-        Mean over queries of prec@i, the share of relevant items among the top i.
+        Mean over queries of the precision at depth i (``prec@i``), the share of relevant items among the top i.
 
     Notes
     -----

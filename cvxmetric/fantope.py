@@ -1,4 +1,6 @@
-r"""Fantope linear algebra and the Fantope-regularized model (thesis ch. 3, DESIGN §5.5).
+r"""Fantope linear algebra and the Fantope-regularized model.
+
+Reference: thesis ch. 3; design §5.5.
 
 For a symmetric :math:`M \in \mathbb{S}^d` with eigenvalues :math:`\lambda_1 \ge \dots \ge \lambda_d`
 and an integer :math:`1 \le k \le d`:

@@ -1,4 +1,4 @@
-r"""Deterministic generators of constraint sets (DESIGN §4).
+r"""Deterministic generators of constraint sets (design §4).
 
 Every generator takes ``seed`` (None, an int or a ``numpy.random.Generator``) for its random
 choices and returns a :class:`~cvxmetric.constraints.ConstraintSet`. Counts are integers >= 0
@@ -118,7 +118,7 @@ def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
 
 
 def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, margin: float = 1.0):
-    r"""LMNN's target pairs and full impostor triplet set (DESIGN §5.2).
+    r"""LMNN's target pairs and full impostor triplet set (design §5.2).
 
     Returns
     -------

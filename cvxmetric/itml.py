@@ -1,4 +1,6 @@
-r"""The ITML model (Davis et al. 2007; thesis sec. 1.3.4.5; DESIGN §5.3), numpy only.
+r"""The ITML model, numpy only.
+
+Reference: Davis et al. 2007; thesis sec. 1.3.4.5; design §5.3.
 
 Information-theoretic metric learning minimises, over :math:`M \succ 0` and one slack per pair,
 

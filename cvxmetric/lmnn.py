@@ -1,4 +1,6 @@
-r"""LMNN's model (Weinberger & Saul 2009; thesis sec. 1.3.4.4; DESIGN §5.2) and its impostor search.
+r"""LMNN's model and its impostor search.
+
+Reference: Weinberger & Saul 2009; thesis sec. 1.3.4.4; design §5.2.
 
 .. math::
     \min_{M \succeq 0}\ \rho \sum_{(i, j) \in S} \langle M, C_{ij}\rangle

@@ -1,4 +1,6 @@
-r"""MMC (Xing et al. 2002; thesis sec. 1.3.4.1, eq. 1.3; DESIGN §5.1): the numpy model.
+r"""MMC's numpy model: the min form, the max form and their certificate.
+
+Reference: Xing et al. 2002; thesis sec. 1.3.4.1, eq. 1.3; design §5.1.
 
 Min form (the ground truth's statement)
 

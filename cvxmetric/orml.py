@@ -60,7 +60,7 @@ orthogonal), and :math:`u_d = V^{(d)} b^*` with
 whose normal equations :math:`H b = c`, :math:`H = V^{(d)T}(S + \gamma X_l^T X_l)V^{(d)}`,
 :math:`c = \gamma V^{(d)T} X_l^T y^{(d)}` are eq. 21 multiplied by :math:`\gamma` (the parameter ``output_weight``). The full
 problem with :math:`U^T U = \Sigma` (eqs. 9-10) is non-convex; only the per-direction problems
-are convex (DESIGN 5.7).
+are convex (design §5.7).
 """
 from __future__ import annotations
 

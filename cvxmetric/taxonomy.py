@@ -1,4 +1,6 @@
-r"""Qwise constraints from a class taxonomy (thesis sec. 2.5.1) and a synthetic two-level taxonomy.
+r"""Qwise constraints from a class taxonomy, and a synthetic two-level taxonomy.
+
+Reference: thesis sec. 2.5.1.
 
 A *class tree* is a dict mapping every internal node to the sequence of its children,
 e.g. ``{"animal": ["dog", "cat"], "vehicle": ["car", "bus", "bike"]}`` (two super-classes, each

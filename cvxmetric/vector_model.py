@@ -1,4 +1,6 @@
-r"""The Qwise vector model (thesis eq. 2.10 and appendix B), shared by cvxpy and Newton.
+r"""The Qwise vector model, shared by cvxpy and the projected Newton solver.
+
+Reference: thesis eq. 2.10 and appendix B.
 
 With :math:`\omega = [w; b] \in \mathcal{C}^{d+1}` (:math:`\mathbb{R}^{d+1}`, or
 :math:`\mathbb{R}^{d+1}_+` for a diagonal metric) the problem is

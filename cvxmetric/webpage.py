@@ -1,4 +1,6 @@
-r"""Webpage change detection (thesis ch. 4): a seeded page simulator and its constraint generators.
+r"""Webpage change detection: a seeded page simulator and its constraint generators.
+
+Reference: thesis ch. 4.
 
 The page
 --------

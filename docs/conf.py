@@ -55,7 +55,7 @@ html_static_path: list[str] = []
 
 # -- MyST and the notebooks ------------------------------------------------------------------
 myst_enable_extensions = ["dollarmath", "amsmath"]
-myst_heading_anchors = 3            # README's headings get anchors the other pages link to
+myst_heading_anchors = 3            # headings get anchors the pages link to (guide.md#glossary)
 nb_execution_mode = "force"         # every notebook runs once per build (CI: once per run)
 nb_execution_raise_on_error = True  # a failing cell fails the build ...
 nb_execution_show_tb = True         # ... and its traceback (notebook, cell) is printed

@@ -1,4 +1,4 @@
-"""cvxpy ground-truth formulations, one module per method (DESIGN §2, §5).
+"""cvxpy ground-truth formulations, one module per method (design §2, §5: ``docs/design.md``).
 
 Every builder returns a :class:`~cvxmetric.formulations.base.Formulation`.
 """

@@ -1,5 +1,7 @@
-r"""BoostMetric in cvxpy (Shen et al. 2012; DESIGN §5.6): the hinge SDP, its restricted master LP
-and the LP's dual, and the exponential- and logistic-loss problems.
+r"""BoostMetric in cvxpy: the hinge SDP, its restricted master LP and the LP's dual, and the
+exponential- and logistic-loss problems.
+
+Reference: Shen et al. 2012; design §5.6.
 
 With :math:`\rho_r(X) = \langle A_r, X\rangle`, :math:`A_r = C_{ik} - C_{ij}` written as
 ``A_svec @ svec(X)`` (see :mod:`cvxmetric.formulations.hinge`), the problems are (minimisation convention:

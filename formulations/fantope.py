@@ -1,4 +1,6 @@
-r"""Fantope regularization in cvxpy (thesis ch. 3, DESIGN §5.5): bound, LMO, MM, theorem checks.
+r"""Fantope regularization in cvxpy: bound, LMO, MM, theorem checks.
+
+Reference: thesis ch. 3; design §5.5.
 
 * :func:`build_fantope_bound` — the convex bound at a fixed :math:`W \in \mathbb{F}_k`,
 

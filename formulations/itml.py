@@ -1,4 +1,6 @@
-r"""ITML in cvxpy (Davis et al. 2007; DESIGN §5.3): LogDet divergence plus a log-slack term.
+r"""ITML in cvxpy: LogDet divergence plus a log-slack term.
+
+Reference: Davis et al. 2007; design §5.3.
 
 .. math::
     \min_{M, \xi}\ \mathrm{tr}(M M_0^{-1}) - \log\det M + \log\det M_0 - d

@@ -1,4 +1,6 @@
-r"""LMNN in cvxpy (Weinberger & Saul 2009; thesis eq. 1.5; DESIGN §5.2).
+r"""LMNN in cvxpy: the pull term and the triplet hinge over the target neighbours and impostors.
+
+Reference: Weinberger & Saul 2009; thesis eq. 1.5; design §5.2.
 
 .. math::
     \min_{M \succeq 0, \xi}\ \rho \sum_{(i, j) \in S} \langle M, C_{ij}\rangle + (1 - \rho) \sum_{t \in T} \xi_t

@@ -1,4 +1,6 @@
-r"""MMC in cvxpy (Xing et al. 2002; thesis eq. 1.3; DESIGN §5.1): the min form and the max form.
+r"""MMC in cvxpy: the min form and the max form.
+
+Reference: Xing et al. 2002; thesis eq. 1.3; design §5.1.
 
 Min form (the ground truth):
 

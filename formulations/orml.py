@@ -1,4 +1,6 @@
-r"""ORML in cvxpy (Liu, Hoi & Liu 2008, eq. 20; DESIGN 5.7): every direction's least-squares problem.
+r"""ORML in cvxpy: every direction's least-squares problem.
+
+Reference: Liu, Hoi & Liu 2008, eq. 20; design §5.7.
 
 The full ORML problem (eqs. 9-10, :math:`U^T U = \Sigma`) is non-convex; the ground truth is the
 sequence of per-direction problems of the orthogonal pursuit. For the bases

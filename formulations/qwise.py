@@ -1,6 +1,6 @@
 r"""Quadruplet-wise metric learning (Qwise) in cvxpy: the full-matrix and the vector model.
 
-Full matrix (thesis eq. 2.7, DESIGN §5.4):
+Full matrix (thesis eq. 2.7, design §5.4):
 
 .. math::
     \min_{M \succeq 0}\ \Omega(M) + C_Q \sum_{q \in \mathcal{N}} w_q [\delta_q + \langle M, C_{ij} - C_{kl}\rangle]_+

@@ -1,5 +1,6 @@
-r"""BoostMetric with the hinge loss by column generation, with a certified duality gap
-(Shen et al. 2012, sec. 3.1; DESIGN §5.6).
+r"""BoostMetric with the hinge loss by column generation, with a certified duality gap.
+
+Reference: Shen et al. 2012, sec. 3.1; design §5.6.
 
 The SDP (eq. 5) is :math:`\max_{X, \rho, \xi} \rho - \nu \sum_r \xi_r` s.t. :math:`\langle A_r, X\rangle \ge \rho - \xi_r`,
 :math:`\xi \ge 0`, :math:`X \succeq 0`, :math:`\mathrm{tr} X = 1`. By theorem 4, :math:`X = \sum_j w_j v_j v_j^\top`

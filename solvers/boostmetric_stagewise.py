@@ -1,4 +1,6 @@
-r"""BoostMetric with the exponential and the logistic loss (Shen et al. 2012, sec. 3.2–3.7).
+r"""BoostMetric with the exponential and the logistic loss.
+
+Reference: Shen et al. 2012, sec. 3.2–3.7.
 
 Both losses are minimised over :math:`X = \sum_j w_j v_j v_j^\top \succeq 0` (:math:`w \ge 0`, unit :math:`v_j`):
 
@@ -26,8 +28,8 @@ Certificate (converged means certified)
 certified lower bound (entropy / binary-entropy Fenchel duals, repaired where
 :math:`\hat A(u) \not\preceq \nu I`: logistic by scaling u, exponential by a bound on
 :math:`\mathrm{tr}X^*` from an anchor :math:`u_0` with :math:`\lambda_{\max}(\hat A(u_0)) < \nu`). The result's
-``converged`` is ``certified_gap <= tol`` (:func:`cvxmetric.solvers.result.make_result`); the former test
-:math:`\lambda_{\max} \le \nu + \text{tol}\,\lambda_0` left the totally-corrective solver 0.8 % off on
+``converged`` is ``certified_gap <= tol`` (:func:`cvxmetric.solvers.result.make_result`); a test
+:math:`\lambda_{\max} \le \nu + \text{tol}\,\lambda_0` would leave the totally-corrective solver 0.8 % off on
 ill-conditioned data. The bound is only computed when its necessary part, the complementarity
 gap :math:`\nu\,\mathrm{tr}X - u^\top\rho = \langle \nu I - \hat A(u), X\rangle`, is within tol (it is
 the certified gap when :math:`\hat A(u) \preceq \nu I`).

@@ -1,4 +1,4 @@
-r"""The Fantope facade: :func:`solve_fantope` over the three fast algorithms of thesis ch. 3.
+r"""The Fantope facade: :func:`solve_fantope` over the three fast algorithms of the thesis' chapter 3.
 
 * ``"mm"`` — majorization–minimization with fast inner solves (thesis alg. 3,
   :func:`cvxmetric.solvers.fantope_mm.fantope_mm`), certified critical point;

@@ -1,4 +1,6 @@
-r"""Fast majorization–minimization for Fantope regularization (thesis alg. 3, inexact inner solves).
+r"""Fast majorization–minimization for Fantope regularization, with inexact inner solves.
+
+Reference: thesis alg. 3.
 
 Outer loop: :math:`W^n = W(M^n)` (a supergradient of :math:`R` at :math:`M^n`); inner: minimise the convex
 bound :math:`\hat\varphi(M; W^n) = \mu\langle W^n, M\rangle + \gamma\,\mathrm{tr}\,M + \ell(M)` over

@@ -1,4 +1,6 @@
-r"""Thesis alg. 2: projected subgradient on the Fantope-regularized objective (DC, not convex).
+r"""Projected subgradient on the Fantope-regularized objective (DC, not convex).
+
+Reference: thesis alg. 2.
 
 .. math:: \min_{M \succeq 0}\ \varphi(M) = \mu R(M) + \gamma\,\mathrm{tr}\,M + \ell(M).
 

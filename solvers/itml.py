@@ -1,6 +1,8 @@
-r"""ITML by cyclic Bregman projections (Davis et al. 2007, algorithm 1) with rank-one updates.
+r"""ITML by cyclic Bregman projections with rank-one updates.
 
-The problem (DESIGN §5.3, :mod:`cvxmetric.itml`) is a Bregman-divergence minimisation with
+Reference: Davis et al. 2007, algorithm 1.
+
+The problem (design §5.3, :mod:`cvxmetric.itml`) is a Bregman-divergence minimisation with
 generator :math:`\varphi(M, \xi) = -\log\det M - \sum_c \gamma_c \log\xi_c` under the linear
 inequalities :math:`s_c(\langle M, C_c\rangle - \xi_c) \le 0` (:math:`s_c = \pm 1` for similar /
 dissimilar pairs, :math:`\gamma_c = \gamma w_c` with the per-pair weights :math:`w_c`, default 1).
@@ -60,8 +62,8 @@ optimum; the solver stops when its :func:`~cvxmetric.certificates.relative_gap` 
 ``tol``, and ``converged`` is that gap recomputed at the returned :math:`M`
 (:func:`cvxmetric.solvers.result.make_result`). The gap is invariant under :math:`X \to sX` (bounds times
 :math:`s^2`), under the prior's congruence and under scaling the objective, so no scale or
-conditioning can make an unfinished run look converged — unlike the old residual divided by
-:math:`\|M_0^{-1}\|_F`, which reported convergence 114 % off with a prior of condition 1e11. A run
+conditioning can make an unfinished run look converged — unlike a residual divided by
+:math:`\|M_0^{-1}\|_F`, which reports convergence 114 % off with a prior of condition 1e11. A run
 whose gap has not improved for ``stall_sweeps`` sweeps stops as ``"stalled"`` (not converged).
 """
 from __future__ import annotations
@@ -304,7 +306,7 @@ ITML_METHODS = {"bregman": keyword_options(bregman_itml, exclude=ENGINE_HOOKS)}
 
 def solve_itml(X, pairs=None, dissimilar=None, *, u=None, l=None, gamma: float = 1.0, prior=None,
                weight=None, method: str = "bregman", **options) -> SolverResult:
-    r"""ITML (Davis et al. 2007; DESIGN §5.3) by cyclic Bregman projections.
+    r"""ITML (Davis et al. 2007; design §5.3) by cyclic Bregman projections.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-r"""Fast LMNN (DESIGN §5.2): the projected subgradient engine, or PDHG on a working set.
+r"""Fast LMNN (design §5.2): the projected subgradient engine, or PDHG on a working set.
 
 .. math::
     \min_{M \succeq 0}\ \rho \sum_{(i, j) \in S} \langle M, C_{ij}\rangle

@@ -1,4 +1,4 @@
-r"""Fast MMC (DESIGN §5.1): projected gradient ascent on the max form with the exact projection.
+r"""Fast MMC (design §5.1): projected gradient ascent on the max form with the exact projection.
 
 Solves
 
@@ -206,7 +206,7 @@ MMC_METHODS = {"ascent": keyword_options(mmc_ascent)}
 
 
 def solve_mmc(X, constraints: ConstraintSet, *, method: str = "ascent", **options) -> SolverResult:
-    r"""MMC (Xing et al. 2002; DESIGN §5.1) on ``X`` with the pairs of ``constraints``.
+    r"""MMC (Xing et al. 2002; design §5.1) on ``X`` with the pairs of ``constraints``.
 
     Parameters
     ----------

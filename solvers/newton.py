@@ -1,4 +1,6 @@
-r"""Primal projected Newton method for the Qwise vector model (thesis appendix B, alg. 4).
+r"""Primal projected Newton method for the Qwise vector model.
+
+Reference: thesis appendix B, alg. 4.
 
 Minimises :math:`F(\omega) = \tfrac12\|\omega\|^2 + \sum_c c_c\, \ell_h(\beta_c - g_c^\top\omega)` over
 :math:`\mathcal{C} = \mathbb{R}^e` or :math:`\mathbb{R}^e_+` (:class:`~cvxmetric.vector_model.VectorModel`).
@@ -37,10 +39,10 @@ Optimality measure (``measure="certified_gap"``): the strong-convexity bound
 :math:`p^* \ge F(\omega) + \langle \nabla F, \delta\rangle + \tfrac12\|\delta\|^2`, :math:`\delta = \Pi(\omega - \nabla F) - \omega`,
 and :func:`cvxmetric.certificates.relative_gap` of :math:`F(\omega)` and that bound. It is checked before
 every Newton step and decides ``converged`` (never a small step or a small gradient: both depend on
-the scale of the data). An earlier version stopped on :math:`\|\nabla\|_\infty \le \text{tol}\max(1, \cdot)` and
-accepted non-decreasing steps below an absolute minimum step (issue 8 measured ``converged=True``
-3.7 % above the optimum on features x150, and at 221 times the value at :math:`\omega = 0` at x1e3; on
-the default ``diag-d10`` instance at x1e3 it ended at :math:`\omega = 0`, 2.3 times the optimum).
+the scale of the data). A stop on :math:`\|\nabla\|_\infty \le \text{tol}\max(1, \cdot)` that accepts
+non-decreasing steps below an absolute minimum step reports ``converged=True`` 3.7 % above the
+optimum on features x150, and at 221 times the value at :math:`\omega = 0` at x1e3; on the default
+``diag-d10`` instance at x1e3 it ends at :math:`\omega = 0`, 2.3 times the optimum).
 """
 from __future__ import annotations
 

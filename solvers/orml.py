@@ -1,4 +1,6 @@
-r"""ORML orthogonal pursuit (Liu, Hoi & Liu 2008, eqs. 18-21) by linear solves.
+r"""ORML's orthogonal pursuit by linear solves.
+
+Reference: Liu, Hoi & Liu 2008, eqs. 18-21.
 
 For ``d = 1..r``: :math:`V^{(d)} = (I - QQ^T)[v_d..v_r]` (eq. 18; ``Q`` an orthonormal basis of
 the previous directions, projected twice so that orthogonality holds to round-off), then the

@@ -149,12 +149,9 @@ DEFAULT_CERTIFICATE_TOL = 1e-3
 #: d x d eigendecompositions, plus the certificate's repair passes while the bound is loose).
 CHECK_EVERY = 16
 #: Power iterations for the estimate of ||K||_2 (it only sets the first step size, which the
-#: adaptive rule corrects). Measured with 8 (the estimate 0.96-0.98 -> 0.94-0.95 of ||K||_2): the
-#: same or fewer iterations on the scale benchmark's sizes (d = 50 with 10^4 / 10^5 / 10^6
-#: quadruplets 144 / 112 / 128 -> 144 / 112 / 112, d = 500 and 1000 240), but on digits' LMNN the
-#: shifted iterates moved the certificate's schedule: one more polish, 0.47 -> 0.85 s (29x -> 16x
-#: metric-learn). Lanczos (a closer estimate from 8-10 products) took 256-272 iterations at
-#: d = 500 and 1000.
+#: adaptive rule corrects). 15 estimate 0.96-0.98 of ||K||_2. Not adopted: 8 (0.94-0.95; the same
+#: iterations at the scale benchmark's sizes, but one more certificate polish on digits' LMNN, 0.47 s
+#: -> 0.85 s); Lanczos (256-272 iterations instead of 240 at d = 500 and 1000).
 POWER_ITERATIONS = 15
 #: ... and without the adaptive rule, where nothing corrects a step above 1/||K||_2 (the estimate
 #: is a lower one): measured on syn-d5 (400 quadruplets), 8 / 15 / 30 steps read 0.973 / 0.998 /

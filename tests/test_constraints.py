@@ -1,4 +1,4 @@
-"""The unified constraint set (DESIGN §4)."""
+"""The unified constraint set (design §4)."""
 import numpy as np
 import pytest
 
@@ -23,7 +23,7 @@ def test_kinds_are_derived_from_indices():
 
 
 def test_pairs_encode_their_bounds_as_hinges():
-    """similar: [D - u]_+ ; dissimilar: [l - D]_+ (DESIGN §4)."""
+    """similar: [D - u]_+ ; dissimilar: [l - D]_+ (design §4)."""
     from cvxmetric.hinge import QuadrupletGeometry
 
     X = np.array([[0.0, 0.0], [3.0, 4.0]])

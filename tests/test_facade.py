@@ -4,7 +4,8 @@
   point as the algorithm it wraps run directly on the model, and the model's objective at it;
 * options a method does not read (another method's, or unknown) are a ValueError naming the
   option and the method; so is a BoostMetric method that does not apply to the loss;
-* the renamed parameters are accepted and the former names rejected with an error naming them.
+* the glossary's parameter names are accepted and other spellings (the papers' symbols) rejected
+  with an error naming them.
 """
 import inspect
 import math

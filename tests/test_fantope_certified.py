@@ -1,4 +1,4 @@
-"""Converged means certified (issue 8): the subgradient engine, the Fantope MM (fast and
+"""Converged means certified: the subgradient engine, the Fantope MM (fast and
 reference), alg. 2 and the factor method under data and weight scalings, large steps, rank-deficient
 data, and a hypothesis property on tiny instances."""
 import warnings

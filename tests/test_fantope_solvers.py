@@ -1,4 +1,4 @@
-"""Fantope bound / MM / alg. 2: fast solvers vs cvxpy (checks 4-5 of issue 3), value_at, bad input."""
+"""Fantope bound / MM / alg. 2: fast solvers vs cvxpy (the Fantope checks of design §6), value_at, bad input."""
 import subprocess
 import sys
 import warnings

@@ -1,4 +1,4 @@
-"""The Fantope supergradient theorem (checks 1-3 of issue 3) on several seeds and d in {4, 10, 30}."""
+"""The Fantope supergradient theorem (design §6) on several seeds and d in {4, 10, 30}."""
 import numpy as np
 import pytest
 

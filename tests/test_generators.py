@@ -100,7 +100,7 @@ def test_bundled_datasets_standardized(name):
         load_dataset("mnist")
 
 
-# ---------------------------------------------------------------- counts and empty results (issue 8)
+# ---------------------------------------------------------------- counts and empty results
 def _labelled(n=30, d=4, seed=0):
     rng = np.random.default_rng(seed)
     y = np.repeat([0, 1, 2], n // 3)

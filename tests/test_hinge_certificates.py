@@ -31,7 +31,7 @@ from cvxmetric.solvers.lmnn import solve_lmnn
 from cvxmetric.solvers.pdhg import pdhg
 from cvxmetric.verification.kkt import hinge_kkt_fast
 
-#: Scales of the invariance tests (issue 8): data, and all hinge weights.
+#: Scales of the invariance tests: data, and all hinge weights.
 DATA_SCALES = (1e-4, 1e-2, 1e2, 1e4)
 WEIGHT_SCALE = 1e-6
 #: Certified optima of rescaled problems agree to this (the ladder certifies to TRUTH_RTOL).

@@ -1,4 +1,4 @@
-"""Input defects (issue 8): bad input fails early and names the argument; inputs are never modified.
+"""Input defects: bad input fails early and names the argument; inputs are never modified.
 
 Covers the shared checks of ``cvxmetric._checks`` (data matrices, flags, labels, index arrays,
 counts, the relative duplicate test) and their use by the generators, the model constructors and

@@ -1,4 +1,4 @@
-"""Scale invariance of the certified ground truth and of every fast solver (issue: certified trust).
+"""Scale invariance of the certified ground truth and of every fast solver.
 
 LMNN, ITML and MMC are exactly invariant under X -> sX: LMNN and MMC with M -> M / s^2, ITML with
 its bounds scaled by s^2 and the same M. So the certified p* of a scaled instance must equal the
@@ -20,7 +20,7 @@ from cvxmetric.formulations.ladder import solve_certified
 from cvxmetric.verification.registry import get_spec
 from cvxmetric.verification.tolerances import TRUTH_RTOL
 
-#: Agreement of a scaled problem's certified p* with the unscaled one (the issue's bar).
+#: Agreement of a scaled problem's certified p* with the unscaled one (the bar of the scale-invariance tests).
 SCALED_AGREEMENT = 1e-4
 
 CASES = [("lmnn", "iris-sub"), ("itml", "iris"), ("mmc", "iris")]

@@ -1,4 +1,4 @@
-"""ITML: numpy model, cvxpy formulation, Bregman solver, harness row (DESIGN §5.3)."""
+"""ITML: numpy model, cvxpy formulation, Bregman solver, harness row (design §5.3)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +17,7 @@ from cvxmetric.formulations.ladder import solve_certified
 from cvxmetric.solvers.itml import _full, _sweep, bregman_itml, solve_itml
 from cvxmetric.verification import tolerances as vtol
 
-#: Relative agreement required between scaled twins of one problem (issue 8's acceptance bound).
+#: Relative agreement required between scaled twins of one problem (the acceptance bound of the scale-invariance tests).
 SCALE_AGREEMENT = 1e-4
 #: The fast point's relative stationarity residual is a diagnostic: the gap is about its square,
 #: so at the solver's certified gap 1e-12 it is ~1e-6; 1e-5 still fails a run stopped early.
@@ -450,7 +450,7 @@ def test_solver_is_scale_invariant(s):
 
 def test_ground_truth_is_scale_invariant():
     """The certified ground truth of X * s (bounds * s^2) matches the unscaled one; plain Clarabel on
-    the scaled problem used to be 246 % off with status "optimal" (X * 1e3)."""
+    the scaled problem is 246 % off with status "optimal" (X * 1e3)."""
     truths = {}
     for s in (1.0, 1e-4, 1e-3, 1e3, 1e4):
         ct = solve_certified(build_itml_problem(_scaled_model(s)), 1e-8)
@@ -467,7 +467,7 @@ def test_ground_truth_is_scale_invariant():
 @pytest.mark.parametrize("eigenvalues,rotate", [(np.logspace(-11, 0, 4), False), ([1, 1, 1, 1e-11], True),
                                                 ([1e11, 1, 1, 1], False)])
 def test_ill_conditioned_prior(eigenvalues, rotate):
-    """A prior of condition 1e11: the old residual (divided by ||M0^-1||) reported convergence after
+    """A prior of condition 1e11: a residual divided by ||M0^-1|| reports convergence after
     one sweep 47 % above the optimum; the certified gap cannot be hidden by the prior's scale."""
     prior = _rotated_prior(eigenvalues) if rotate else np.diag(eigenvalues)
     model = _scaled_model(1.0, prior=prior)

@@ -1,4 +1,4 @@
-"""Architecture rules of DESIGN §2: the layering, one import namespace, and that the packages
+"""Architecture rules of design §2: the layering, one import namespace, and that the packages
 come from this repository."""
 import ast
 import importlib
@@ -70,7 +70,7 @@ def test_wheel_installs_exactly_one_top_level_package(tmp_path):
         assert f"cvxmetric/{sub}" in names, sub
 
 
-#: The estimator layer (DESIGN §2) lives in the core's folder but sits on top of every layer: it
+#: The estimator layer (design §2) lives in the core's folder but sits on top of every layer: it
 #: calls the fast solvers and imports cvxpy, the formulations and the verification harness only
 #: lazily, inside the functions that need them (``solver="cvxpy"``, ``verify()``).
 ESTIMATORS = ROOT / "cvxmetric" / "estimators"

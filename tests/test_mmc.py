@@ -223,7 +223,7 @@ def test_bad_solver_options():
         solve_mmc(X, cons, whiten="yes")
 
 
-# ----------------------------------------------------------------------------- certificates and scale (issue 8)
+# ----------------------------------------------------------------------------- certificates and scale
 #: The ground truth is certified to this relative width in these tests.
 TRUTH_RTOL = 1e-6
 #: Two certified answers of the same problem (each within its own certified gap) agree to this.

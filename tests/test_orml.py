@@ -161,11 +161,11 @@ def test_scale_and_translation(s):
     ({"pairs": [[0, 99]], "relevant": [True]}, ValueError, "n = 20"),
     ({"pairs": [[0, 1], [2, 3]], "relevant": [True, True], "session": [0, 0]}, ValueError, "more than one query"),
     ({"output_weight": 0.0}, ValueError, "output_weight"),
-    ({"gamma": 9.0}, TypeError, "gamma"),        # the former name of output_weight
+    ({"gamma": 9.0}, TypeError, "gamma"),        # the paper's symbol, not the parameter output_weight
     ({"r": 7}, ValueError, "r must be"),
     ({"r": 2.0}, TypeError, "r must be an integer"),
     ({"n_neighbors": -1}, ValueError, "n_neighbors must be"),
-    ({"k": 6}, TypeError, "k"),                  # the former name of n_neighbors
+    ({"k": 6}, TypeError, "k"),                  # the paper's symbol, not the parameter n_neighbors
 ])
 def test_bad_input(kwargs, exc, words):
     X = np.random.default_rng(0).standard_normal((20, 6))

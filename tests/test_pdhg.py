@@ -247,9 +247,9 @@ def test_inputs_are_not_modified():
 
 
 # ----------------------------------------------------------------------------- state object
-#: pdhg() before it became a state object (commit 84092a7, difference-vector operators, the
-#: certificate repaired at every check), seed 0, default options: (iterations, restarts, rejected
-#: steps, objective).
+#: Pinned outputs of pdhg() with difference-vector operators and the certificate repaired at every
+#: check, seed 0, default options: (iterations, restarts, rejected steps, objective); the state
+#: object reproduces them.
 BEFORE_STATE_OBJECT = {
     "d5-trace": (224, 6, 12, 1150.6322482757976),
     "d8-general": (128, 5, 7, 250.34051904039967),

@@ -40,9 +40,8 @@ def _fantope(seed=0):
     return fantope_model(inst.X, inst.constraints, **inst.params)
 
 
-# Recorded with the one-function engine (commit 84092a7) on these fixed instances; the state object
-# reproduces every output bit for bit (objective, iterates, history, multipliers, bound), checked
-# on 25 instances when it was introduced. Pinned here to round-off: objective, iterations, tr M, bound.
+# Pinned outputs of the engine on these fixed instances (objective, iterations, tr M, bound), to
+# round-off: the state object reproduces the one-function engine's outputs bit for bit.
 RECORDED = {
     "qwise-trace": (lambda: projected_subgradient(_qwise()),
                     1366.425189137627, 600, 11.507751161227224, 1365.938856880112),

@@ -1,5 +1,5 @@
 """Qwise vector model: the certified projected Newton solver, its certificate, the formulation's
-certification hooks, and their behaviour on features scaled 1e-4..1e4 (issue 8)."""
+certification hooks, and their behaviour on features scaled 1e-4..1e4."""
 import warnings
 
 import numpy as np
@@ -35,7 +35,8 @@ def _instance(name, scale, keep=0.5):
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("name", ["diag-d10", "relattr-d8"])
 def test_newton_certified_on_scaled_features(name, scale):
-    """The issue's cases (x150: +3.7 %, x1e3: 221 x the value at 0, both "converged"): Newton's
+    """Features x150 and x1e3 (where a gradient-norm stop reports "converged" at +3.7 % and at
+    221 x the value at 0): Newton's
     answer is certified (gap <= tol) and lies in the certified ground-truth interval."""
     X, cons, params = _instance(name, scale)
     form = build_qwise_vector(X, cons, **params)

@@ -139,7 +139,7 @@ def test_bad_input_names_argument():
     with pytest.raises(ValueError, match="change_period"):
         monotony_quadruplets(10, 1)
     with pytest.raises(TypeError, match="gamma"):
-        monotony_quadruplets(10, gamma=3)       # the former name of change_period
+        monotony_quadruplets(10, gamma=3)       # the thesis' symbol, not the parameter change_period
     with pytest.raises(ValueError, match="no quadruplet of set A"):
         monotony_quadruplets(10, 9, max_back=1, max_ahead=2)
     h = simulate_page(10, seed=0)

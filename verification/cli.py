@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instance", help="one named instance (default: the method's default instances)")
     p.add_argument("--json", action="store_true", help="print one JSON array of rows instead of a table")
     p.add_argument("--check-matrix", metavar="FILE",
-                   help="score a user's point (a .npy file: M, or w for vector models) on --method/--instance")
+                   help="score a user's point (M, or w for vector models) on --method/--instance; FILE is "
+                        "a .npy file (numpy.save) or text rows (.txt, .csv, .tsv, .dat)")
     p.add_argument("--list", action="store_true", help="list methods and their default instances")
     p.add_argument("--seed", type=_seed, default=0,
                    help="instance seed: 0 (default) is the documented instances; S > 0 draws every random "

@@ -1,4 +1,6 @@
-r"""The Fantope supergradient theorem (thesis sec. 3.3, DESIGN §6) as executable checks with numbers.
+r"""The Fantope supergradient theorem as executable checks with numbers.
+
+Reference: thesis sec. 3.3; design §6.
 
 Every function returns a dict of plain floats (residuals, gaps, values) that the harness
 (``verification/methods/fantope.py``) turns into pass/fail checks against

@@ -1,6 +1,6 @@
 r"""The verification harness: certified ground truth vs fast solvers, one row per method x instance x solver.
 
-For every row it measures (DESIGN §6):
+For every row it measures (design §6):
 
 * :math:`p^*` as a **certified interval** :math:`[\ell, u]` computed by project code
   (:func:`cvxmetric.formulations.ladder.solve_certified`: a feasible point's ``value_at`` and a repaired
@@ -45,7 +45,7 @@ from .registry import FastSolver, MethodSpec, get_spec, list_methods
 __all__ = ["Check", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
            "REQUIRED_KEYS", "default_cases", "find_instance_method", "BLAS_THREADS"]
 
-#: Stable keys of every row (the JSON output documented in the README).
+#: Stable keys of every row (the JSON output documented in docs/report.md).
 REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_lower", "p_star_upper",
                  "truth_gap", "truth_rung", "p_star_scs", "f_fast", "rel_gap", "kkt_truth", "kkt_fast",
                  "time_truth", "time_scs", "time_fast", "passed", "checks", "errors")

@@ -144,7 +144,7 @@ GAP_BREGMAN = 1e-5
 KKT_FAST_BREGMAN = 1e-6
 
 #: BoostMetric hinge (column generation vs the certified ground truth), relative gap: the
-#: acceptance bound of the method (DESIGN §5.6). Column generation stops at its own certified gap
+#: acceptance bound of the method (design §5.6). Column generation stops at its own certified gap
 #: (cvxmetric.solvers.boostmetric_cg, 1e-7), so only the ground truth's interval width remains.
 GAP_BOOSTMETRIC_HINGE = 1e-6
 
@@ -152,7 +152,7 @@ GAP_BOOSTMETRIC_HINGE = 1e-6
 TRACE_ONE_TOL = 1e-9
 
 #: Exponential/logistic BoostMetric, totally corrective (L-BFGS-B over all weights): the
-#: acceptance bound (DESIGN §5.6). Measured 1e-9 (exp) and 3e-7 (logistic).
+#: acceptance bound (design §5.6). Measured 1e-9 (exp) and 3e-7 (logistic).
 GAP_BOOSTMETRIC_SMOOTH = 1e-4
 
 #: Stage-wise BoostMetric (the paper's algorithm 3) never lowers a weight, so it stops where no

@@ -3,7 +3,7 @@
 Triplets come from labels as in the paper (k = 3 targets and k = 3 impostors per point, so 9
 per point; :func:`cvxmetric.generators.triplets_from_labels`). The data sets are subsampled
 (seeded, stratified by nothing but the seed) to 60 points, about 540 triplets, so that Clarabel
-solves each problem in seconds. Every optimum is clearly non-zero (DESIGN §6): the triplets are
+solves each problem in seconds. Every optimum is clearly non-zero (design §6): the triplets are
 not separable (hinge: the mean of the 10 % smallest margins; exp/logistic: a trace weight that
 keeps tr X* moderate).
 """
@@ -22,7 +22,7 @@ DEFAULT_NU = {"exp": 0.01, "logistic": 1.0}
 #: Per-data-set overrides, from the problem, not from any solver's status. The exponential-loss
 #: problem (8) is bounded below iff nu >= lambda* = min over the simplex of lambda_max(sum_r u_r A_r)
 #: (the best worst margin of a trace-one X; :func:`cvxmetric.boostmetric.lambda_max_column_generation`
-#: with cap 1), and its certificate needs the slack nu - lambda* (DESIGN §5.6). Measured lambda* on
+#: with cap 1), and its certificate needs the slack nu - lambda* (design §5.6). Measured lambda* on
 #: the 60-point samples, seeds 0-4: iris -0.077 .. -0.013, circles -0.84 .. -0.59 (below 0: no
 #: metric satisfies every triplet, any nu > 0 is fine) and wine 0.38 .. 0.95 (13 dimensions, 60
 #: points: separable), so wine needs nu = 3 (>= 3 lambda*). The logistic loss is bounded for

@@ -1,7 +1,7 @@
 """Default Fantope instances: the thesis' synthetic set-up (sec. 3.4.1) at test sizes.
 
 Points are :math:`U[0, 1)^d`, quadruplets are labelled by a rank-e target metric T and 10 % of them
-are reversed (label noise, so the optimum is clearly positive, DESIGN §6). The parameters are
+are reversed (label noise, so the optimum is clearly positive, design §6). The parameters are
 ``rank`` (= e: the model penalises the ``k = d - e`` smallest eigenvalues), ``reg_weight`` (the
 weight mu of the Fantope regularizer) and ``trace_weight`` (gamma, of the trace). ``extra["W"]`` is
 a fixed Fantope point (the projector W(B) of a seeded random PSD B) at which the convex bound is

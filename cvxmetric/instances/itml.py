@@ -1,4 +1,4 @@
-"""Default ITML instances (DESIGN §5.3): labelled pairs with the default squared-length bounds.
+"""Default ITML instances (design §5.3): labelled pairs with the default squared-length bounds.
 
 Each instance draws similar pairs (same label) and dissimilar pairs (different labels) with a
 fixed seed, sets ``u, l`` to the 5th/95th percentiles of the pairs' *squared* lengths

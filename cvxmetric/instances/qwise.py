@@ -1,7 +1,7 @@
 """Default Qwise instances (full-matrix and vector models).
 
 Every instance has a clearly positive optimum (label noise or non-separable constraints plus a
-regularizer), so relative gaps are meaningful (DESIGN §6).
+regularizer), so relative gaps are meaningful (design §6).
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def hierarchy_instance(method: str, name: str, seed: int, params: dict) -> Insta
     4 noise features, standardized), 300 same-vs-sibling and 300 sibling-vs-cousin quadruplets (k = 5).
 
     The sub-classes of a super-class overlap, so some quadruplets stay violated at every metric and
-    the optimum is clearly positive (DESIGN §6). C_Q = 0.01 (the trace term weighs as much as the
+    the optimum is clearly positive (design §6). C_Q = 0.01 (the trace term weighs as much as the
     hinge losses): at C_Q = 1 the projected subgradient row needs > 20,000 iterations for a certified
     gap of 5e-4 (measured 3e-3..7e-3 there), at 0.01 it converges in 400-700 (0.1 s)."""
     from ..datasets import standardize

@@ -1,4 +1,4 @@
-r"""BoostMetric in the harness (DESIGN §5.6): hinge column generation with its certified gap, and the
+r"""BoostMetric in the harness (design §5.6): hinge column generation with its certified gap, and the
 exponential/logistic losses by the stage-wise and totally-corrective boosting solvers.
 
 One instance is one loss (``cvxmetric.instances.boostmetric``). Every fast solver returns the

@@ -1,4 +1,4 @@
-r"""Fantope regularization in the harness (DESIGN §5.5, §6).
+r"""Fantope regularization in the harness (design §5.5, §6).
 
 Fast-solver rows: the convex bound :math:`\hat\varphi(\cdot; W)` at the instance's fixed Fantope point
 ``extra["W"]`` — the projected subgradient engine and restarted PDHG vs cvxpy (Clarabel, SCS),
