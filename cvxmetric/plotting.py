@@ -34,13 +34,17 @@ import numpy as np
 from cvxmetric.evaluation import metric_embedding, normalized_spectrum
 
 __all__ = ["use_style", "panels", "plot_matrix", "plot_matrices", "plot_spectrum", "plot_embeddings",
-           "PAGE_WIDTH", "FIGURE_DPI", "FONT_SIZE", "SMALL_FONT_SIZE", "MAX_PANELS_PER_ROW",
+           "CONTENT_WIDTH", "PAGE_WIDTH", "FIGURE_DPI", "FONT_SIZE", "SMALL_FONT_SIZE", "MAX_PANELS_PER_ROW",
            "PANEL_HEIGHT", "MATRIX_CMAP", "SPECTRUM_FLOOR"]
 
-#: Width of a figure, inches: the documentation's content column (pydata-sphinx-theme, in a
-#: browser window 1280 pixels wide, measured on a screenshot) is 624 CSS pixels, which is 6.5
-#: inches at 96 dpi; a figure this wide is shown at its natural size, not shrunk.
-PAGE_WIDTH = 6.5
+#: Width (CSS pixels) of the documentation's content column: pydata-sphinx-theme in a browser
+#: window 1280 pixels wide, measured on a screenshot. A wider image is shrunk to it.
+CONTENT_WIDTH = 624
+
+#: Width of a figure, inches: the content column is 6.5 inches at 96 dpi, and the notebooks'
+#: inline backend saves a figure with a 0.1-inch margin on each side (``bbox_inches="tight"``);
+#: 6.3 inches plus the margins fit, so a figure is shown at its natural size, not shrunk.
+PAGE_WIDTH = 6.3
 
 #: Pixels per inch of the rendered figures: the CSS pixel density, so that a point in the figure
 #: is a point on the page (see the module's Notes).
@@ -338,7 +342,7 @@ def plot_embeddings(X, y, metrics: dict, *, axes=None, s: float = 12, cmap: str 
         for k, label in enumerate(classes):
             on = codes == k
             ax.scatter(Z[on, 0], Z[on, 1], color=colors[k], s=s, label=str(label), linewidths=0)
-        ax.set_title(f"{title}\n{100 * kept:.0f}% of squared distances kept", fontsize=SMALL_FONT_SIZE)
+        ax.set_title(f"{title}\n(2-D picture keeps {100 * kept:.0f}%)", fontsize=SMALL_FONT_SIZE)
         ax.set_aspect("equal", adjustable="datalim")
         ax.set_xticks([])
         ax.set_yticks([])

@@ -1,4 +1,6 @@
 """cvxmetric.plotting: the figure style (page width, font sizes), panels and matrix heat maps."""
+import io
+
 import numpy as np
 import pytest
 
@@ -32,7 +34,9 @@ def _labelled_data(seed=0, n=60, d=4, n_classes=3):
 
 
 def test_style_fits_the_page_and_fonts_are_9_pt_or_more(plt):
-    from cvxmetric.plotting import (FIGURE_DPI, PAGE_WIDTH, SMALL_FONT_SIZE, panels, plot_embeddings,
+    from PIL import Image
+
+    from cvxmetric.plotting import (CONTENT_WIDTH, FIGURE_DPI, PAGE_WIDTH, SMALL_FONT_SIZE, panels, plot_embeddings,
                                     plot_matrices, plot_spectrum)
 
     assert SMALL_FONT_SIZE >= 9
@@ -47,6 +51,11 @@ def test_style_fits_the_page_and_fonts_are_9_pt_or_more(plt):
         f.canvas.draw()
         sizes = [t.get_fontsize() for t in _texts(f)]
         assert sizes and min(sizes) >= SMALL_FONT_SIZE, f"text below {SMALL_FONT_SIZE} pt: {min(sizes)}"
+        # saved as a notebook's inline backend saves it, the image fits the content column
+        buffer = io.BytesIO()
+        f.savefig(buffer, format="png", dpi=f.dpi, bbox_inches="tight")
+        buffer.seek(0)
+        assert Image.open(buffer).size[0] <= CONTENT_WIDTH
 
 
 def test_panels_wrap_at_three_a_row(plt):
