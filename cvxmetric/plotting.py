@@ -316,7 +316,9 @@ def plot_embeddings(X, y, metrics: dict, *, axes=None, s: float = 12, cmap: str 
         Colour map of the classes: a qualitative one (``"tab10"``, ten colours) when there are at
         most ten classes.
     legend_title : str
-        Title of the legend (drawn once, right of the panels).
+        Title of the legend, drawn once for the figure: outside the panels, on the right, when
+        the figure has a layout engine (figures of :func:`panels` have the constrained layout),
+        else at the figure's right edge.
 
     Returns
     -------
