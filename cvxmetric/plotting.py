@@ -76,8 +76,8 @@ SPECTRUM_FLOOR = 1e-8
 def use_style() -> None:
     """Set matplotlib's parameters to the project's figure style (see the module's Notes).
 
-    Call it once per notebook, after ``import matplotlib.pyplot``: the notebook's inline backend
-    sets its own defaults when pyplot is imported, and this call overrides them.
+    Call it once per notebook. It imports pyplot first: a notebook's inline backend sets its own
+    defaults when pyplot is first imported, and the parameters set here then override them.
     """
     import matplotlib as mpl
     import matplotlib.pyplot  # noqa: F401  (loads the backend first: its defaults are overridden below)
@@ -151,11 +151,12 @@ def panels(n_panels: int = 1, *, ncols: int | None = None, height: float = PANEL
     return fig, (flat[0] if n_panels == 1 else flat[:n_panels])
 
 
-def _axes(ax, ncols: int = 1):
+def _axes(ax):
+    """``ax``, or the one panel of a new figure (:func:`panels`)."""
     if ax is not None:
         return ax
-    _, axes = panels(ncols)
-    return axes
+    _, ax = panels(1)
+    return ax
 
 
 def _symmetric_limit(matrices) -> float:
