@@ -46,6 +46,17 @@ def test_docs_build_without_warnings(tmp_path):
         assert page.is_file(), f"no page for {path.name}"
         assert re.search(r'class="cell_output', page.read_text(encoding="utf-8")), (
             f"{page.name} shows no cell output: was {path.name} executed?")
+    # every notebook figure fits the content column, so it is shown at its natural size (fonts >= 9 pt)
+    from PIL import Image
+
+    from cvxmetric.plotting import CONTENT_WIDTH
+
+    for path in NOTEBOOKS:
+        page = (html / "notebooks" / f"{path.stem}.html").read_text(encoding="utf-8")
+        for src in re.findall(r'<img[^>]*src="\.\./(_images/[^"]+\.png)"', page):
+            width = Image.open(html / src).size[0]
+            assert width <= CONTENT_WIDTH, (f"{path.name}: a figure is {width} px wide, wider than the "
+                                            f"{CONTENT_WIDTH}-px content column; draw it with cvxmetric.plotting.panels")
     # the API reference documents the public modules
     for module in ("cvxmetric.certificates", "cvxmetric.solvers.result", "cvxmetric.formulations.ladder",
                    "cvxmetric.verification.harness", "cvxmetric.estimators"):

@@ -34,3 +34,16 @@ def test_notebook_has_a_title(path):
     first = nb.cells[0] if nb.cells else None
     assert first is not None and first.cell_type == "markdown" and first.source.lstrip().startswith("# "), (
         f"{path.name}: the first cell must be a markdown cell starting with a '# Title' heading")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_figures_use_the_project_style(path):
+    """One figure style (cvxmetric.plotting): use_style() once, figures from panels(), no ad-hoc sizes."""
+    nb = nbformat.read(path, as_version=4)
+    code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+    if "matplotlib" not in code:
+        return
+    assert code.count("use_style()") == 1, f"{path.name}: call cvxmetric.plotting.use_style() once, after importing pyplot"
+    for adhoc in ("plt.subplots(", "plt.figure(", "figsize=", "tight_layout("):
+        assert adhoc not in code, (f"{path.name}: {adhoc!r} sizes a figure outside the project style; "
+                                   f"use cvxmetric.plotting.panels (page width, at most three panels a row)")
