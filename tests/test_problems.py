@@ -310,3 +310,21 @@ def test_a_toy_method_is_seen_by_problems_estimators_and_the_harness(monkeypatch
     assert est.problem_.check(est.result_.M, rtol=1e-3).verdict == "optimal"
     (row,) = harness.verify_instance("pairhinge", "iris-pairs", cache=harness.ReferenceCache())
     assert row["passed"], row["errors"]
+
+
+# ------------------------------------------------------------------ the documentation's example
+def test_the_check_your_solver_page_runs():
+    """docs/check_your_solver.md: its ```python blocks, in order, in one namespace."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "check_your_solver.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", page, flags=re.S | re.M)
+    assert len(blocks) == 3
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, "check_your_solver.md", "exec"), namespace)
+    assert namespace["report"].verdict == "optimal"
+    assert namespace["itml"].check(namespace["M_itml"], rtol=1e-6).verdict == "optimal"
+    verdicts = {name: namespace["mmc"].check(M, rtol=1e-6).verdict for name, M in namespace["candidates"].items()}
+    assert verdicts == {"identity": "suboptimal", "perturbed optimum": "suboptimal", "indefinite": "infeasible"}
