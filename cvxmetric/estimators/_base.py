@@ -92,6 +92,21 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     :meth:`_fit_problem`, which solves it with the chosen ``solver`` (the problem's ``method=``;
     None: the problem's default) and sets the fitted attributes; ``verify()`` is the problem's
     :meth:`~cvxmetric.problems.Problem.verify` of the fitted result.
+
+    Attributes
+    ----------
+    problem_ : cvxmetric.problems.Problem
+        The fitted problem (data, constraints, hyper-parameters): ``problem_.check(M)`` checks any
+        other matrix on it.
+    solver_ : str
+        The algorithm that ran (the problem's ``method=``, or ``"cvxpy"``).
+    result_ : SolverResult
+        Its result; ``certificate_`` (:class:`Certificate`) what it proves.
+    components_ : ndarray
+        ``L`` with ``M = L.T @ L`` (metric-learn's attribute; the problem's
+        :meth:`~cvxmetric.problems.Problem.components` of the result).
+    n_iter_ : int
+        Iterations of the solver.
     """
 
     # ---------------------------------------------------------------- fitting

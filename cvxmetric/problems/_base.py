@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import ClassVar, Mapping, Optional
 
@@ -158,7 +159,7 @@ def _finite(x) -> Optional[float]:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
-class Problem:
+class Problem(ABC):
     """One metric-learning problem on given data: solve it, certify it, check any point.
 
     Subclasses build the problem from the user's data (their ``__init__``); every method here is
@@ -234,9 +235,9 @@ class Problem:
         """The fast algorithms that apply to this problem, the default first."""
         return tuple(self.methods)
 
+    @abstractmethod
     def _run(self, method: str, tol, max_iter, random_state, options: dict) -> SolverResult:
         """Run the fast algorithm ``method`` (a subclass calls its ``solve_<method>`` facade)."""
-        raise NotImplementedError(f"{type(self).__name__} must define _run")
 
     def _build_formulation(self, instance: Instance):
         """The cvxpy formulation of ``instance`` (imports :mod:`cvxmetric.formulations` lazily)."""
