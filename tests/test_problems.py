@@ -150,6 +150,23 @@ def test_mmc_is_invariant_under_scaling_of_the_data(data, solved):
     assert scaled.check(exact.M / s ** 2, rtol=1e-6).verdict == "optimal"
 
 
+def test_boostmetric_hinge_is_invariant_under_scaling_of_the_data(data, solved):
+    """The hinge problem is over trace-one M: on sX every margin is s^2 times larger, the same M is optimal."""
+    p, _, exact = solved["boostmetric"]
+    scaled = problems.BoostMetric(4.0 * data[0], data[1], loss="hinge", n_neighbors=2, n_impostors=2)
+    assert scaled.objective(exact.M) == pytest.approx(16.0 * p.objective(exact.M), rel=1e-9)
+    assert scaled.check(exact.M, rtol=1e-6).verdict == "optimal"
+
+
+def test_score_point_takes_a_problem(solved):
+    from cvxmetric.verification.harness import score_point
+
+    p, _, exact = solved["itml"]
+    scored = score_point("itml", p, exact.M)
+    assert scored["passed"] and scored["instance"] == p.instance.name
+    assert scored["value"] == pytest.approx(p.objective(exact.M), rel=1e-12)
+
+
 def test_fantope_checks_a_critical_point_on_its_bound(data):
     X, y = data
     p = problems.Fantope(X, _quadruplets(y, 30, seed=3), rank=2, trace_weight=0.1)
