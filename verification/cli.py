@@ -11,8 +11,7 @@ Examples
 ``python -m cvxmetric.verification --jobs 2``                cases in 2 processes (same rows, same order)
 ``python -m cvxmetric.verification --dask tcp://host:8786``  cases on a dask.distributed cluster
 ``python -m cvxmetric.verification --dask local``            cases on a LocalCluster of this machine
-``python -m cvxmetric.verification check --problem lmnn --data data.npz --matrix M.npy``
-                                                             check a matrix on the user's own data
+``python -m cvxmetric.verification check --problem lmnn --data d.npz --matrix M.npy``  a matrix on your data
 
 Exit status: 0 when every row passes, 1 when a check fails (the table still prints, with the
 reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file, ``--dask``

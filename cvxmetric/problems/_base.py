@@ -381,10 +381,9 @@ class Problem(ABC):
           within ``rtol`` of the optimum, whatever the interval's width);
         * ``"suboptimal"`` when ``relative_difference(value, u) > rtol`` (certified: a feasible point
           is better by more than ``rtol``);
-        * ``"infeasible"`` when ``M`` is not PSD beyond round-off or the
-          objective is infinite there (ITML's log-determinant at a singular ``M``), with the
-          harness' PSD threshold (``verification.tolerances.PSD_FEASIBILITY_TOL``, relative to
-          :math:`|\lambda_{\max}|`);
+        * ``"infeasible"`` when ``M`` is not PSD beyond round-off (the harness' threshold
+          ``verification.tolerances.PSD_FEASIBILITY_TOL``, relative to :math:`|\lambda_{\max}|`)
+          or the objective is not finite there;
         * ``"undecided"`` otherwise, after certifying the interval again to
           ``CHECK_TRUTH_FRACTION * rtol``: the oracle could not certify an interval narrow
           enough, which says nothing against the point.
