@@ -75,6 +75,11 @@ class ITML(Problem):
 
     :math:`\xi^0 = u` on similar and :math:`l` on dissimilar pairs. Algorithm: ``"bregman"``
     (cyclic Bregman projections, :func:`cvxmetric.solvers.solve_itml`).
+
+    Attributes
+    ----------
+    bounds : (float, float)
+        The bounds ``(u, l)`` of the problem (the given ones, or the default percentiles).
     """
 
     name = "itml"
