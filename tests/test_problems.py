@@ -167,6 +167,15 @@ def test_score_point_takes_a_problem(solved):
     assert scored["value"] == pytest.approx(p.objective(exact.M), rel=1e-12)
 
 
+def test_a_bundled_instance_is_a_problem():
+    p = problems.bundled("mmc", "iris")
+    assert isinstance(p, problems.MMC) and p.instance.name == "iris"
+    res = p.solve()
+    assert res.converged and p.verify(res)["passed"]
+    with pytest.raises(ValueError, match="unknown problem"):
+        problems.bundled("qwise_vector", "diag-d10")
+
+
 def test_fantope_checks_a_critical_point_on_its_bound(data):
     X, y = data
     p = problems.Fantope(X, _quadruplets(y, 30, seed=3), rank=2, trace_weight=0.1)

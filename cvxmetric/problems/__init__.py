@@ -8,15 +8,15 @@
 
 Every class is a :class:`Problem` (see :mod:`cvxmetric.problems._base`) with ``solve``,
 ``truth``, ``objective``, ``check`` and ``verify``; its parameters have the names of the
-estimator of the same method. cvxpy is imported only by ``truth``, ``objective``, ``check``,
+estimator of the same method; :func:`bundled` gives the problem of a bundled instance. cvxpy is imported only by ``truth``, ``objective``, ``check``,
 ``verify`` and ``solve(method="cvxpy")``.
 """
-from ._base import EXACT, CheckReport, Problem, list_problems, problem_class
+from ._base import EXACT, CheckReport, Problem, bundled, list_problems, problem_class
 from .boostmetric import BoostMetric
 from .lmnn import LMNN
 from .orml import ORML
 from .pairs import ITML, MMC
 from .qwise import Fantope, Qwise
 
-__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "EXACT", "LMNN", "ITML", "MMC", "Qwise",
+__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "LMNN", "ITML", "MMC", "Qwise",
            "Fantope", "BoostMetric", "ORML"]

@@ -30,7 +30,7 @@ from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.instances import Instance
 from cvxmetric.solvers.result import SolverResult, make_result
 
-__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "EXACT", "instance_name",
+__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "instance_name",
            "CHECK_TRUTH_FRACTION"]
 
 #: The name of the exact solve (the certified cvxpy ground truth) among a problem's methods.
@@ -57,6 +57,12 @@ def list_problems() -> list[str]:
     """Names of the registered problem families."""
     _load_builtin()
     return sorted(_REGISTRY)
+
+
+def bundled(problem: str, instance: str, seed: int = 0) -> "Problem":
+    """The :class:`Problem` of a bundled instance (``cvxmetric.instances``), e.g. ``bundled("lmnn", "iris-sub")``."""
+    from cvxmetric.instances import get_instance
+    return problem_class(problem).from_instance(get_instance(problem, instance, seed=seed))
 
 
 def _load_builtin() -> None:
