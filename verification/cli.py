@@ -166,15 +166,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 # ------------------------------------------------------------------------------ check
 def build_check_parser() -> argparse.ArgumentParser:
-    from cvxmetric.problems import list_problems
+    from cvxmetric.problems import list_problems, problem_class
 
     p = argparse.ArgumentParser(prog="python -m cvxmetric.verification check",
                                 description="Check a metric (M, or w for ORML) learned on your own data against "
                                             "the certified optimum of the same problem.")
     p.add_argument("--problem", required=True, choices=list_problems(), help="the problem family")
-    p.add_argument("--data", required=True, metavar="FILE.npz",
-                   help="numpy .npz with the problem's arrays: X and y (lmnn, boostmetric), X, pairs and labels "
-                        "(itml, mmc, orml; +session), X and quadruplets (qwise, fantope; +weights)")
+    keys = "; ".join(f"{name}: {', '.join(cls.data_keys)}"
+                     + (f" (+{', '.join(cls.optional_data_keys)})" if cls.optional_data_keys else "")
+                     for name, cls in ((n, problem_class(n)) for n in list_problems()))
+    p.add_argument("--data", required=True, metavar="FILE.npz", help=f"numpy .npz with the problem's arrays ({keys})")
     p.add_argument("--matrix", required=True, metavar="FILE", help="the point: .npy or a text matrix")
     p.add_argument("--rtol", type=_rtol, default=1e-6, help="relative tolerance of the verdict (default 1e-6)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
