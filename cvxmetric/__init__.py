@@ -7,6 +7,8 @@ and the registry of named instances. The design is ``docs/design.md``.
 The scikit-learn estimators (:mod:`cvxmetric.estimators`: ``LMNN``, ``ITML``, ``MMC``, ``Qwise``,
 ``BoostMetric``, ``ORML``, ...) are importable from here, loaded on first use (PEP 562), so that
 ``import cvxmetric`` stays light and never loads scikit-learn's estimator machinery or cvxpy.
+They are thin layers on :mod:`cvxmetric.problems`: one problem object per method, built from the
+user's data, that solves, certifies and checks any metric (``from cvxmetric import problems``).
 """
 from .constraints import ConstraintSet
 from .exceptions import ConvergenceWarning

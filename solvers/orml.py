@@ -35,7 +35,7 @@ from cvxmetric.orml import ORMLModel, direction_problem, orml_model, pursuit_bas
 
 from .result import SolverResult, make_result
 
-__all__ = ["solve_orml", "orml_pursuit", "direction_bound", "ORML_TOL", "ORML_METHODS"]
+__all__ = ["solve_orml", "orml_pursuit", "direction_bound", "ORML_TOL", "ORML_METHODS", "pursuit_directions"]
 
 #: Certified relative gap required: each direction is solved exactly up to round-off (a Cholesky
 #: solve leaves gaps of ~1e-15..1e-13 on well-conditioned directions).
@@ -97,6 +97,27 @@ def orml_pursuit(model: ORMLModel, *, tol: float = ORML_TOL) -> SolverResult:
                        stop_reason="not_certified", w=w, measure_value=max(gaps),
                        lower_bound=float(np.sum(lowers)), n_iter=r, time=time.perf_counter() - t0, info=info)
 
+
+
+def pursuit_directions(model: ORMLModel, w) -> np.ndarray:
+    r"""The directions ``U`` (d, r) of the pursuit whose stacked coefficients are ``w`` (a result's ``w``).
+
+    Direction ``d`` is :math:`u_d = V^{(d)} b_d`, :math:`V^{(d)}` the basis of eq. 18 built from the
+    directions before it and :math:`b_d` the next ``r - d`` entries of ``w``.
+    """
+    w = np.asarray(w, dtype=np.float64).reshape(-1)
+    U = np.zeros((model.d, model.r))
+    start = 0
+    for d in range(model.r):
+        Vd = pursuit_basis(model.V, U[:, :d], d)
+        stop = start + Vd.shape[1]
+        if stop > w.size:
+            raise ValueError(f"w has {w.size} entries; the pursuit's {model.r} directions need more")
+        U[:, d] = Vd @ w[start:stop]
+        start = stop
+    if start != w.size:
+        raise ValueError(f"w has {w.size} entries; the pursuit's {model.r} directions take {start}")
+    return U
 
 #: Algorithms of :func:`solve_orml` (one: the orthogonal pursuit) and their options.
 ORML_METHODS = {"pursuit": keyword_options(orml_pursuit)}

@@ -70,14 +70,17 @@ def test_wheel_installs_exactly_one_top_level_package(tmp_path):
         assert f"cvxmetric/{sub}" in names, sub
 
 
-#: The estimator layer (design §2) lives in the core's folder but sits on top of every layer: it
-#: calls the fast solvers and imports cvxpy, the formulations and the verification harness only
-#: lazily, inside the functions that need them (``solver="cvxpy"``, ``verify()``).
+#: The problem objects and the estimators on them (design §2) live in the core's folder but sit on
+#: top of every layer: they call the fast solvers and import cvxpy, the formulations and the
+#: verification harness only lazily, inside the functions that need them (``truth``, ``check``,
+#: ``verify()``, ``solver="cvxpy"``).
 ESTIMATORS = ROOT / "cvxmetric" / "estimators"
+PROBLEMS = ROOT / "cvxmetric" / "problems"
+TOP_LAYERS = (ESTIMATORS, PROBLEMS)
 
 
 def _layer_files(pkg):
-    return [p for p in (ROOT / pkg).rglob("*.py") if ESTIMATORS not in p.parents]
+    return [p for p in (ROOT / pkg).rglob("*.py") if not any(top in p.parents for top in TOP_LAYERS)]
 
 
 @pytest.mark.parametrize("pkg", ["cvxmetric", "formulations", "solvers"])
@@ -113,9 +116,10 @@ def _module_level_imports(path: Path) -> list[str]:
 
 
 def test_estimator_layer_imports_cvxpy_formulations_and_verification_lazily():
-    """The estimators sit on top: their cvxpy / formulations / verification imports are inside functions."""
+    """The problems and estimators sit on top: their cvxpy / formulations / verification imports
+    are inside functions."""
     lazy = ("cvxpy", "cvxmetric.formulations", "cvxmetric.verification")
-    files = sorted(ESTIMATORS.rglob("*.py"))
+    files = sorted(f for top in TOP_LAYERS for f in top.rglob("*.py"))
     assert files
     for path in files:
         for name in _module_level_imports(path):

@@ -3,7 +3,7 @@ rows and an estimator's ``verify()`` read the same numbers, so they cannot drift
 import numpy as np
 import pytest
 
-from cvxmetric.estimators._solvers import SOLVERS
+from cvxmetric.problems import list_problems, problem_class
 from cvxmetric.instances import get_instance
 from cvxmetric.verification import harness
 from cvxmetric.verification.harness import default_cases
@@ -22,12 +22,13 @@ ROW_SOLVER = {"qwise-subgradient": "subgradient", "qwise-pdhg": "pdhg", "lmnn-se
 NOT_AN_ESTIMATOR_SOLVER = {"qwise-vector-newton", "fantope-bound-subgradient", "fantope-bound-pdhg"}
 
 
-@pytest.mark.parametrize("method", sorted(SOLVERS))
-def test_every_estimator_solver_has_the_harness_thresholds(method):
-    held = set(get_spec(method).tolerances)
-    assert set(SOLVERS[method].methods) <= held
-    # any other entry is a variant that an estimator solver runs (a result "<method>-<variant>")
-    assert held - set(SOLVERS[method].methods) <= {"pdhg-ws"}
+@pytest.mark.parametrize("problem", list_problems())
+def test_every_estimator_solver_has_the_harness_thresholds(problem):
+    held = set(get_spec(problem).tolerances)
+    cls = problem_class(problem)
+    assert set(cls.methods) <= held
+    # any other entry is the thresholds of a variant result that a problem's algorithm returns
+    assert held - set(cls.methods) == set(cls.result_variants.values())
 
 
 def _report_rows():

@@ -493,9 +493,14 @@ def verify_method(method: str, instances: Optional[Iterable[str]] = None, *, see
     return rows
 
 
-def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceCache] = None,
+def score_point(method: str, instance, point, *, cache: Optional[ReferenceCache] = None,
                 gap_tol: float = tol.GAP_FIRST_ORDER, seed: int = 0) -> dict:
     """Score a user's point (e.g. another library's M) against the certified ground truth.
+
+    ``instance`` is a bundled instance's name (drawn with ``seed``), an
+    :class:`~cvxmetric.instances.Instance`, or a :class:`cvxmetric.problems.Problem` built from the
+    user's own data (its ``instance``). :meth:`cvxmetric.problems.Problem.check` gives the verdict
+    at a user's tolerance; this is the harness' view, with its checks.
 
     The point is first made feasible by the formulation's own ``make_feasible`` (PSD projection;
     for MMC a rescaling onto its constraint, so that a correct but differently scaled M scores as
@@ -516,8 +521,13 @@ def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceC
         For a point of the wrong shape, with NaN/inf, or (matrices) not symmetric.
     """
     spec = get_spec(method)
-    cache = cache or _DEFAULT_CACHE
-    inst = get_instance(find_instance_method(spec, instance), instance, seed=seed)
+    if isinstance(instance, str):
+        inst = get_instance(find_instance_method(spec, instance), instance, seed=seed)
+        cache = cache or _DEFAULT_CACHE
+    else:   # a Problem or an Instance: the user's data, whose names need not be unique
+        inst = getattr(instance, "instance", instance)
+        cache = cache or ReferenceCache()
+    instance = inst.name
     ref = cache.get(spec, inst)
     form = ref.form
     if form is None:

@@ -10,7 +10,7 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
-__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "list_methods"]
+__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "list_methods", "register_spec"]
 
 
 class Thresholds(NamedTuple):
@@ -121,6 +121,15 @@ def _load() -> None:
         for spec in specs:
             _SPECS[spec.name] = spec
     _LOADED = True
+
+
+def register_spec(spec: MethodSpec) -> MethodSpec:
+    """Add the spec of a method defined outside ``verification/methods/`` (e.g. by a plug-in package)."""
+    if not isinstance(spec, MethodSpec):
+        raise TypeError(f"spec must be a MethodSpec; got {type(spec).__name__}")
+    _load()
+    _SPECS[spec.name] = spec
+    return spec
 
 
 def _broken_spec(name: str, error: str) -> MethodSpec:

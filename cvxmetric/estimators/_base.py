@@ -22,8 +22,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from cvxmetric.linalg import eigh_descending
 
+from cvxmetric.problems import EXACT
+
 from ._inputs import check_preprocessor, points_from, tuples_from
-from ._solvers import EXACT, SOLVERS, solve
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -85,23 +86,33 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
 
 
 class MetricLearner(TransformerMixin, BaseEstimator):
-    """Base of every estimator: solver dispatch, certificates, and the Mahalanobis API.
+    """Base of every estimator: a thin layer on :mod:`cvxmetric.problems`, plus the Mahalanobis API.
 
-    Subclasses build an :class:`cvxmetric.instances.Instance` of the fitted problem and call
-    :meth:`_fit_instance`; everything else is shared.
+    A subclass' ``fit`` builds the :class:`cvxmetric.problems.Problem` of its data and calls
+    :meth:`_fit_problem`, which solves it with the chosen ``solver`` (the problem's ``method=``;
+    None: the problem's default) and sets the fitted attributes; ``verify()`` is the problem's
+    :meth:`~cvxmetric.problems.Problem.verify` of the fitted result.
+
+    Attributes
+    ----------
+    problem_ : cvxmetric.problems.Problem
+        The fitted problem (data, constraints, hyper-parameters): ``problem_.check(M)`` checks any
+        other matrix on it.
+    solver_ : str
+        The algorithm that ran (the problem's ``method=``, or ``"cvxpy"``).
+    result_ : SolverResult
+        Its result; ``certificate_`` (:class:`Certificate`) what it proves.
+    components_ : ndarray
+        ``L`` with ``M = L.T @ L`` (metric-learn's attribute; the problem's
+        :meth:`~cvxmetric.problems.Problem.components` of the result).
+    n_iter_ : int
+        Iterations of the solver.
     """
 
-    #: Instance method key (the harness' method name); Qwise chooses per regularizer.
-    _method: str = ""
-
     # ---------------------------------------------------------------- fitting
-    def _method_key(self) -> str:
-        return self._method
-
-    def _check_solver(self) -> str:
-        table = SOLVERS[self._method_key()]
-        solver = table.methods[0] if self.solver is None else self.solver
-        allowed = table.methods + (EXACT,)
+    def _check_solver(self, problem) -> str:
+        solver = problem.default_method() if self.solver is None else self.solver
+        allowed = problem.available_methods() + (EXACT,)
         if not isinstance(solver, str) or solver not in allowed:
             raise ValueError(f"solver must be one of {allowed} for {type(self).__name__}"
                              f"{self._solver_context()}; got {solver!r}")
@@ -121,52 +132,33 @@ class MetricLearner(TransformerMixin, BaseEstimator):
                                           or self.max_iter < 1):
             raise ValueError(f"max_iter must be a positive integer or None (the solver's default); got {self.max_iter!r}")
 
-    def _fit_instance(self, inst, metric_of=None):
-        """Solve ``inst`` with the chosen solver and set the fitted attributes."""
-        solver = self._check_solver()
+    def _fit_problem(self, problem):
+        """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
+        the fitted attributes."""
+        solver = self._check_solver(problem)
         self._check_common()
-        res = solve(inst, solver, tol=self.tol, max_iter=self.max_iter, options=self.solver_options,
-                    random_state=self.random_state)
-        self.problem_ = inst
+        res = problem.solve(solver, tol=self.tol, max_iter=self.max_iter, random_state=self.random_state,
+                            **(self.solver_options or {}))
+        self.problem_ = problem
         self.solver_ = solver
         self.result_ = res
         self.certificate_ = Certificate.of(res)
-        self.components_ = components_from_metric(res.M) if metric_of is None else metric_of(res)
+        self.components_ = problem.components(res)
         self.n_iter_ = res.n_iter
         return self
 
     # ---------------------------------------------------------------- verification
-    def _verification_instance(self):
-        return self.problem_
-
     def verify(self, *, gap_tol: Optional[float] = None, kkt_tol: Optional[float] = None) -> dict:
         """The verification harness' row of the fitted problem (see ``python -m cvxmetric.verification``).
 
         The fitted result is scored against the certified cvxpy ground truth of the same problem
-        (:func:`cvxmetric.verification.harness.verify_result`; the fit is not run again), with the
-        thresholds the harness applies to the same solver unless ``gap_tol`` / ``kkt_tol`` are given.
+        (:meth:`cvxmetric.problems.Problem.verify`; the fit is not run again), with the thresholds
+        the harness applies to the same solver unless ``gap_tol`` / ``kkt_tol`` are given.
         Returns the row dict; ``row["passed"]`` says whether every check passed, ``row["checks"]``
         and ``row["errors"]`` say which did not and why. Needs cvxpy (imported here, not before).
         """
         check_is_fitted(self, "result_")
-        from cvxmetric.verification.harness import verify_result
-        from cvxmetric.verification.registry import Thresholds, get_spec
-        from cvxmetric.verification.tolerances import GAP_FIRST_ORDER
-
-        inst = self._verification_instance()
-        held = get_spec(inst.method).tolerances   # the harness' thresholds of each solver
-        if self.solver_ == EXACT:   # the certified ground truth; Fantope's reference MM is held as the fast MM
-            held = held.get("mm") if inst.method == "fantope" else Thresholds(GAP_FIRST_ORDER, None)
-        else:
-            # the thresholds of the variant that ran: a result "<method>-<key>" (e.g. qwise-pdhg-ws,
-            # which solver="pdhg" runs on large problems) has its own entry where the harness has one
-            variant = self.result_.solver.removeprefix(f"{inst.method}-")
-            held = held.get(variant, held.get(self.solver_))
-        if held is None:   # the method module did not load: verify_result reports why (a failed row)
-            held = Thresholds(GAP_FIRST_ORDER, None)
-        gap = held.gap_tol if gap_tol is None else float(gap_tol)
-        kkt = held.kkt_tol if kkt_tol is None else float(kkt_tol)
-        return verify_result(inst.method, inst, self.result_, solver=self.result_.solver, gap_tol=gap, kkt_tol=kkt)
+        return self.problem_.verify(self.result_, method=self.solver_, gap_tol=gap_tol, kkt_tol=kkt_tol)
 
     # ---------------------------------------------------------------- Mahalanobis API (metric-learn)
     def _points(self, X, *, reset: bool) -> np.ndarray:

@@ -1,16 +1,13 @@
 """BoostMetric (Shen et al. 2012) as a scikit-learn estimator, supervised by class labels."""
 from __future__ import annotations
 
-from cvxmetric.solvers.boostmetric import LOSS_METHODS
+from cvxmetric import problems
+from cvxmetric.boostmetric import LOSSES
 
 from ._base import MetricLearner
 from ._labels import points_and_labels
-from ._solvers import make_instance_boostmetric
 
 __all__ = ["BoostMetric", "LOSSES"]
-
-#: The losses of BoostMetric: the hinge LP (sec. 3.1), exponential (eq. 8) and logistic (eq. 19).
-LOSSES = ("exp", "logistic", "hinge")
 
 
 class BoostMetric(MetricLearner):
@@ -60,8 +57,6 @@ class BoostMetric(MetricLearner):
     at every scale (it runs on the data divided by a power of two, an exact change of units).
     """
 
-    _method = "boostmetric"
-
     def __init__(self, loss="logistic", nu=None, n_neighbors=3, n_impostors=3, solver=None, tol=None, max_iter=None,
                  solver_options=None, preprocessor=None, random_state=None):
         self.loss = loss
@@ -75,17 +70,10 @@ class BoostMetric(MetricLearner):
         self.preprocessor = preprocessor
         self.random_state = random_state
 
-    def _check_solver(self) -> str:
-        # the default follows the loss, as in the facade: the first method that applies to it
-        if self.solver is None and self.loss in LOSS_METHODS:
-            return LOSS_METHODS[self.loss][0]
-        return super()._check_solver()
-
     def fit(self, X, y):
         """Learn from points ``X`` (n, d) and class labels ``y``."""
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
         X, y = points_and_labels(self, X, y)
-        inst = make_instance_boostmetric(X, y, loss=self.loss, nu=self.nu, n_neighbors=self.n_neighbors,
-                                         n_impostors=self.n_impostors)
-        return self._fit_instance(inst)
+        return self._fit_problem(problems.BoostMetric(X, y, loss=self.loss, nu=self.nu, n_neighbors=self.n_neighbors,
+                                                      n_impostors=self.n_impostors))

@@ -1,8 +1,9 @@
 """LMNN (Weinberger & Saul 2009) as a scikit-learn estimator, metric-learn's ``LMNN`` interface."""
 from __future__ import annotations
 
+from cvxmetric import problems
+
 from ._base import MetricLearner
-from ._solvers import make_instance_lmnn
 from ._labels import points_and_labels
 
 __all__ = ["LMNN"]
@@ -43,10 +44,9 @@ class LMNN(MetricLearner):
     Attributes
     ----------
     components_, result_, certificate_, problem_, solver_, n_iter_
-        See :class:`cvxmetric.estimators._base.MetricLearner`.
+        See :class:`cvxmetric.estimators._base.MetricLearner`; ``problem_`` is the
+        :class:`cvxmetric.problems.LMNN` of the fit.
     """
-
-    _method = "lmnn"
 
     def __init__(self, n_neighbors=3, regularization=0.5, margin=1.0, solver=None, tol=None, max_iter=None,
                  solver_options=None, preprocessor=None, random_state=None):
@@ -63,8 +63,5 @@ class LMNN(MetricLearner):
     def fit(self, X, y):
         """Learn the metric from points ``X`` (n, d) and class labels ``y`` (n,)."""
         X, y = points_and_labels(self, X, y)
-        reg = self.regularization
-        if isinstance(reg, bool) or not isinstance(reg, (int, float)) or not 0.0 < reg < 1.0:
-            raise ValueError(f"regularization must be a number in (0, 1) (the pull weight); got {reg!r}")
-        inst = make_instance_lmnn(X, y, n_neighbors=self.n_neighbors, regularization=float(reg), margin=self.margin)
-        return self._fit_instance(inst)
+        return self._fit_problem(problems.LMNN(X, y, n_neighbors=self.n_neighbors,
+                                               regularization=self.regularization, margin=self.margin))

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from cvxmetric import problems
+
 from ._base import MetricLearner, PairsClassifierMixin
 from ._inputs import _ArrayIndexer, canonical_tuples, check_preprocessor, pair_labels
-from ._solvers import make_instance_orml
 
 __all__ = ["ORML"]
 
@@ -46,8 +47,6 @@ class ORML(PairsClassifierMixin, MetricLearner):
         Unused (deterministic); kept for scikit-learn's API.
     """
 
-    _method = "orml"
-
     def __init__(self, n_neighbors=6, alpha=1.0, beta=2.0, output_weight=9.0, n_components=None, solver=None, tol=None,
                  max_iter=None, solver_options=None, preprocessor=None, random_state=None):
         self.n_neighbors = n_neighbors
@@ -72,9 +71,7 @@ class ORML(PairsClassifierMixin, MetricLearner):
         else:
             X, idx = canonical_tuples(self._tuples(pairs, 2, "pairs", reset=True))
         relevant = pair_labels(y, idx.shape[0])
-        r = self.n_components if self.n_components is not None else min(15, X.shape[1], X.shape[0] - 1)
-        inst = make_instance_orml(X, idx, relevant, None if session is None else np.asarray(session),
-                                  n_neighbors=self.n_neighbors, alpha=self.alpha, beta=self.beta, output_weight=self.output_weight,
-                                  n_components=r)
-        self._fit_instance(inst, metric_of=lambda res: np.asarray(res.info["U"]).T.copy())
+        problem = problems.ORML(X, idx, relevant, session=session, n_neighbors=self.n_neighbors, alpha=self.alpha,
+                                beta=self.beta, output_weight=self.output_weight, n_components=self.n_components)
+        self._fit_problem(problem)
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from cvxmetric import problems
 from cvxmetric._checks import zero_length_mask
-from cvxmetric.constraints import ConstraintSet
 
 from ._base import MetricLearner, PairsClassifierMixin
 from ._inputs import canonical_tuples, pair_labels
 from ._labels import points_and_labels
-from ._solvers import make_instance_itml, make_instance_mmc
 from ._supervision import label_pairs
 
 __all__ = ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised"]
@@ -52,37 +51,17 @@ class _PairsLearner(PairsClassifierMixin, MetricLearner):
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
-def _given_bounds(bounds) -> tuple[float, float]:
-    """``fit(..., bounds=(u, l))`` validated: two finite numbers with ``0 < u < l``."""
-    try:
-        arr = np.array(bounds, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"bounds must be a pair of numbers (u, l); got {bounds!r}") from None
-    if arr.shape != (2,):
-        raise ValueError(f"bounds must be a pair (u, l) of bounds on squared distances; got shape {arr.shape}")
-    u, l = float(arr[0]), float(arr[1])
-    if not (np.all(np.isfinite(arr)) and 0.0 < u < l):
-        raise ValueError(f"bounds must be finite with 0 < u < l (similar pairs closer than u, dissimilar pairs "
-                         f"farther than l, in squared distance); got bounds=({u:.6g}, {l:.6g})")
-    return u, l
+def _pairs_and_labels(S, D) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs and their +1 / -1 labels from the similar ``S`` and dissimilar ``D`` pairs."""
+    return np.vstack([S, D]), np.r_[np.ones(len(S), dtype=np.int64), -np.ones(len(D), dtype=np.int64)]
 
 
 class _ITMLBase(MetricLearner):
-    _method = "itml"
-
     def _fit_itml(self, X, S, D, bounds):
-        from cvxmetric.itml import itml_model
-
-        u, l = (None, None) if bounds is None else _given_bounds(bounds)
-        # the problem as the user stated it (default bounds computed, not passed): its checks, the
-        # scale check of the solver's twin included, name only what the user passed
-        model = itml_model(X, S, D, u=u, l=l, gamma=self.gamma, prior=self.prior)
-        model.scaled_twin()
-        u, l = model.u, model.l
-        cons = (ConstraintSet.from_pairs(S, similar=True, bound=u)
-                + ConstraintSet.from_pairs(D, similar=False, bound=l))
-        self.bounds_ = np.array([u, l])
-        return self._fit_instance(make_instance_itml(X, cons, gamma=self.gamma, prior=self.prior))
+        pairs, labels = _pairs_and_labels(S, D)
+        problem = problems.ITML(X, pairs, labels, bounds=bounds, gamma=self.gamma, prior=self.prior)
+        self.bounds_ = np.array(problem.bounds)
+        return self._fit_problem(problem)
 
 
 class ITML(_PairsLearner, _ITMLBase):
@@ -162,15 +141,10 @@ class ITML_Supervised(_ITMLBase):
 
 
 class _MMCBase(MetricLearner):
-    _method = "mmc"
-
     def _fit_mmc(self, X, S, D):
         if len(S) == 0 or len(D) == 0:
             raise ValueError("MMC needs at least one similar and one dissimilar pair")
-        # dissimilar weights 1/|D|: the constraint asks the *mean* dissimilar distance to be >= 1
-        cons = (ConstraintSet.from_pairs(S, similar=True, bound=0.0)
-                + ConstraintSet.from_pairs(D, similar=False, bound=0.0, weight=1.0 / len(D)))
-        return self._fit_instance(make_instance_mmc(X, cons))
+        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)))
 
 
 _MMC_DOC = r"""

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxmetric.constraints import ConstraintSet
+from cvxmetric import problems
 
 from ._base import MetricLearner, QuadrupletsClassifierMixin
 from ._inputs import canonical_tuples
 from ._labels import points_and_labels
-from ._solvers import make_instance_qwise
 from ._supervision import label_pairs
 
 __all__ = ["Qwise", "Qwise_Supervised", "REGULARIZERS"]
@@ -71,38 +70,25 @@ _DOC = r"""
 
 
 class _QwiseBase(MetricLearner):
-
-    def _method_key(self) -> str:
-        return "fantope" if self.regularizer == "fantope" else "qwise"
-
     def _solver_context(self) -> str:
         return f" with regularizer={self.regularizer!r}"
 
     def _fit_quadruplets(self, X, idx, weights=None):
         if self.regularizer not in REGULARIZERS:
             raise ValueError(f"regularizer must be one of {REGULARIZERS}; got {self.regularizer!r}")
-        d = X.shape[1]
         if self.regularizer == "fantope":
-            if isinstance(self.rank, bool) or not isinstance(self.rank, (int, np.integer)) or not 1 <= self.rank < d:
-                raise ValueError(f"regularizer='fantope' needs rank, an integer in [1, d) = [1, {d}) (the target "
-                                 f"rank of M); got rank={self.rank!r}")
-        else:
-            if self.rank is not None:
-                raise ValueError(f"rank applies to regularizer='fantope' only; got rank={self.rank!r} with "
-                                 f"regularizer={self.regularizer!r} (leave rank=None)")
-            if self.trace_weight:
-                raise ValueError(f"trace_weight applies to regularizer='fantope' only (trace: use "
-                                 f"regularizer='trace' and reg_weight); got trace_weight={self.trace_weight!r}")
-        cons = ConstraintSet.from_quadruplets(idx, delta=self.margin, weight=1.0 if weights is None else weights)
-        inst = make_instance_qwise(X, cons, regularizer=self.regularizer, reg_weight=self.reg_weight, C_Q=self.C_Q,
-                                   C_P=1.0, rank=self.rank, trace_weight=self.trace_weight)
-        return self._fit_instance(inst)
-
-    def _verification_instance(self):
-        if self.problem_.method != "fantope":
-            return self.problem_
-        from ._solvers import fantope_verify_instance
-        return fantope_verify_instance(self.problem_, self.result_)
+            problem = problems.Fantope(X, idx, rank=self.rank, reg_weight=self.reg_weight,
+                                       trace_weight=self.trace_weight, C_Q=self.C_Q, margin=self.margin,
+                                       weights=weights)
+            return self._fit_problem(problem)
+        if self.rank is not None:
+            raise ValueError(f"rank applies to regularizer='fantope' only; got rank={self.rank!r} with "
+                             f"regularizer={self.regularizer!r} (leave rank=None)")
+        if self.trace_weight:
+            raise ValueError(f"trace_weight applies to regularizer='fantope' only (trace: use "
+                             f"regularizer='trace' and reg_weight); got trace_weight={self.trace_weight!r}")
+        return self._fit_problem(problems.Qwise(X, idx, regularizer=self.regularizer, reg_weight=self.reg_weight,
+                                                C_Q=self.C_Q, margin=self.margin, weights=weights))
 
 
 class Qwise(QuadrupletsClassifierMixin, _QwiseBase):

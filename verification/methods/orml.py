@@ -16,7 +16,8 @@ Fast solver: ``orml-pursuit`` (:func:`cvxmetric.solvers.orml.orml_pursuit`, Chol
   relative distance between a direction's closed-form ``b_d`` and Clarabel's (each problem is
   strongly convex, so the minimiser is unique: an objective gap is quadratic in the point's
   error, this check is linear in it);
-* ``orthogonality``: :math:`\max_{i \ne j} |\cos(u_i, u_j)|` of the returned ``U``;
+* ``orthogonality``: :math:`\max_{i \ne j} |\cos(u_i, u_j)|` of the directions ``U`` of the
+  returned coefficients ``w`` (:func:`cvxmetric.solvers.orml.pursuit_directions`);
 * ``eq16_similar`` (exactly 0) and ``eq16_dissimilar`` (:math:`1 - \min` distance) on ``Y_l``;
 * ``M_psd``, ``S_psd``: the paper's claim on :math:`M = L + 2T` and :math:`S = X_c^T M X_c` built
   densely from W and T (eq. 8), and ``S_factor`` its agreement with the edge factor.
@@ -28,7 +29,7 @@ import numpy as np
 from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.orml import check_ideal_output, orml_model, orml_weights
 from cvxmetric.formulations.orml import build_orml, direction_dual_bounds, direction_values
-from cvxmetric.solvers.orml import orml_pursuit
+from cvxmetric.solvers.orml import orml_pursuit, pursuit_directions
 
 from ..registry import FastSolver, MethodSpec, Thresholds
 from ..tolerances import (GAP_ORML, ORML_ARGMIN_RTOL, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,
@@ -97,7 +98,7 @@ def _extra_checks(form, inst, res, truth):
                                            for s in form.info["blocks"]), ORML_ARGMIN_RTOL)
     else:
         out["direction_gap_max"] = (None, TOLERANCES["pursuit"].gap_tol)
-    out["orthogonality"] = (_pairwise_cos(res.info["U"]), ORML_ORTHOGONALITY_TOL)
+    out["orthogonality"] = (_pairwise_cos(pursuit_directions(model, res.w)), ORML_ORTHOGONALITY_TOL)
     sim, dis = check_ideal_output(model.Y, model.sample_pairs, model.relevant)
     out["eq16_similar"] = (sim, 0.0)
     out["eq16_dissimilar"] = (max(0.0, 1.0 - dis), ORML_EQ16_DISSIMILAR_RTOL)

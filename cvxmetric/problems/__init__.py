@@ -1,0 +1,22 @@
+"""One public problem object per method, built from the user's data: solve it, certify it, check any point.
+
+>>> from cvxmetric.problems import LMNN
+>>> problem = LMNN(X, y, n_neighbors=3)             # doctest: +SKIP
+>>> result = problem.solve()                        # the fast default algorithm  # doctest: +SKIP
+>>> problem.check(result.M, rtol=1e-3).verdict      # against the certified optimum  # doctest: +SKIP
+'optimal'
+
+Every class is a :class:`Problem` (see :mod:`cvxmetric.problems._base`) with ``solve``,
+``truth``, ``objective``, ``check`` and ``verify``; its parameters have the names of the
+estimator of the same method; :func:`bundled` gives the problem of a bundled instance. cvxpy is imported only by ``truth``, ``objective``, ``check``,
+``verify`` and ``solve(method="cvxpy")``.
+"""
+from ._base import EXACT, CheckReport, Problem, bundled, list_problems, problem_class
+from .boostmetric import BoostMetric
+from .lmnn import LMNN
+from .orml import ORML
+from .pairs import ITML, MMC
+from .qwise import Fantope, Qwise
+
+__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "LMNN", "ITML", "MMC", "Qwise",
+           "Fantope", "BoostMetric", "ORML"]

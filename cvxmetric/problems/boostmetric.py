@@ -1,0 +1,64 @@
+"""BoostMetric (Shen et al. 2012) as a :class:`~cvxmetric.problems.Problem`."""
+from __future__ import annotations
+
+from cvxmetric._checks import as_data_matrix, as_labels
+from cvxmetric.boostmetric import LOSSES
+from cvxmetric.instances import Instance
+
+from ._base import Problem, instance_name, solver_options
+
+__all__ = ["BoostMetric"]
+
+
+class BoostMetric(Problem):
+    r"""BoostMetric on local triplets drawn from class labels.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    y : array_like, shape (n,)
+        Class labels.
+    loss : {"exp", "logistic", "hinge"}
+    nu : float, optional
+        Trace weight (exp, logistic) or slack cap (hinge); default per loss
+        (:data:`cvxmetric.instances.boostmetric.DEFAULT_NU`, hinge: ``1 / round(HINGE_TAIL * m)``).
+    n_neighbors, n_impostors : int
+        Same-class targets and other-class impostors per point
+        (:func:`cvxmetric.generators.triplets_from_labels`).
+
+    Notes
+    -----
+    Over the triplets :math:`(i, j, l)` with margins :math:`\rho_r = \langle M, C_{il} - C_{ij}\rangle`:
+    exp :math:`\min_{M \succeq 0} \log\sum_r e^{-\rho_r} + \nu\,\mathrm{tr}\,M`, logistic
+    :math:`\sum_r \log(1 + e^{-\rho_r}) + \nu\,\mathrm{tr}\,M`, hinge the soft-margin LP over
+    :math:`\mathrm{tr}\,M = 1` (:mod:`cvxmetric.boostmetric`). Algorithms per loss
+    (:data:`cvxmetric.solvers.boostmetric.LOSS_METHODS`, the default first).
+    """
+
+    name = "boostmetric"
+    methods = ("projected_gradient", "totally_corrective", "column_generation", "stagewise")
+    data_keys = ("X", "y")
+
+    def __init__(self, X, y, loss="logistic", nu=None, n_neighbors=3, n_impostors=3):
+        from cvxmetric.generators import triplets_from_labels
+        from cvxmetric.instances.boostmetric import DEFAULT_NU, HINGE_TAIL
+
+        if loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}; got {loss!r}")
+        X = as_data_matrix(X, "X", min_rows=2)
+        y = as_labels(y, X.shape[0], "y")
+        triplets = triplets_from_labels(X, y, n_neighbors=n_neighbors, n_impostors=n_impostors)
+        if nu is None:
+            nu = 1.0 / max(1, int(round(HINGE_TAIL * len(triplets)))) if loss == "hinge" else DEFAULT_NU[loss]
+        params = {"loss": loss, "nu": float(nu)}
+        super().__init__(Instance("boostmetric", instance_name("boostmetric", X, triplets, params), X, triplets,
+                                  params=params, y=y))
+
+    def available_methods(self) -> tuple:
+        from cvxmetric.solvers.boostmetric import LOSS_METHODS
+        return tuple(LOSS_METHODS[self.params["loss"]])
+
+    def _run(self, method, tol, max_iter, random_state, options):
+        from cvxmetric.solvers import solve_boostmetric
+        return solve_boostmetric(self.X, self.constraints, method=method, **self.params,
+                                 **solver_options(tol, max_iter, **options))

@@ -1,0 +1,187 @@
+"""Quadruplet-wise metric learning (thesis ch. 2-3): Qwise (trace / Frobenius regularizer) and
+Fantope regularization, as :class:`~cvxmetric.problems.Problem` objects."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from cvxmetric._checks import as_data_matrix, as_index_array
+from cvxmetric.constraints import ConstraintSet
+from cvxmetric.instances import Instance
+
+from ._base import Problem, instance_name, solver_options
+
+__all__ = ["Qwise", "Fantope", "QWISE_REGULARIZERS"]
+
+#: The convex regularizers of :class:`Qwise` (Fantope regularization is :class:`Fantope`).
+QWISE_REGULARIZERS = ("trace", "frobenius")
+
+
+def quadruplet_constraints(X: np.ndarray, quadruplets, margin, weights) -> ConstraintSet:
+    """Quadruplets ``(a, b, c, d)`` (indices into ``X``) asking ``D(c, d) >= D(a, b) + margin``."""
+    idx = as_index_array(quadruplets, 4, "quadruplets", n=X.shape[0])
+    if idx.shape[0] == 0:
+        raise ValueError("quadruplets is empty; give at least one (a, b, c, d)")
+    return ConstraintSet.from_quadruplets(idx, delta=margin, weight=1.0 if weights is None else weights)
+
+
+class Qwise(Problem):
+    r"""Full-matrix Qwise (thesis eq. 2.7) on quadruplets.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    quadruplets : array_like of int, shape (m, 4)
+        ``(a, b, c, d)`` indices into ``X``: the pair (a, b) should be closer than (c, d).
+    regularizer : {"trace", "frobenius"}
+    reg_weight : float
+        Weight of :math:`\Omega` (>= 0).
+    C_Q : float
+        Weight of the quadruplet hinge losses.
+    margin : float
+        The margin :math:`\delta` every quadruplet asks for.
+    weights : array_like, shape (m,), optional
+        Per-quadruplet weights :math:`w_q` (default 1).
+
+    Notes
+    -----
+    .. math::
+        \min_{M \succeq 0}\ \text{reg\_weight}\ \Omega(M) + C_Q \sum_q w_q\,
+        [\text{margin} + D_M(a, b) - D_M(c, d)]_+
+
+    with :math:`\Omega = \mathrm{tr}\,M` or :math:`\tfrac12\|M\|_F^2`. Algorithms: ``"pdhg"``
+    (default) and ``"subgradient"`` (:func:`cvxmetric.solvers.solve_qwise`).
+    """
+
+    name = "qwise"
+    methods = ("pdhg", "subgradient")
+    # solve_qwise(method="pdhg") runs PDHG on a working set for large m (working_set="auto"): its
+    # result is held to the harness' working-set row
+    result_variants = {"qwise-pdhg-ws": "pdhg-ws"}
+    data_keys = ("X", "quadruplets")
+    optional_data_keys = ("weights",)
+
+    def __init__(self, X, quadruplets, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, weights=None):
+        if regularizer not in QWISE_REGULARIZERS:
+            raise ValueError(f"regularizer must be one of {QWISE_REGULARIZERS} (Fantope regularization: "
+                             f"cvxmetric.problems.Fantope); got {regularizer!r}")
+        X = as_data_matrix(X, "X", min_rows=2)
+        cons = quadruplet_constraints(X, quadruplets, margin, weights)
+        params = {"regularizer": regularizer, "C_Q": C_Q, "C_P": 1.0, "reg_weight": reg_weight}
+        super().__init__(Instance("qwise", instance_name("qwise", X, cons, params), X, cons, params=params))
+
+    def _run(self, method, tol, max_iter, random_state, options):
+        from cvxmetric.solvers import solve_qwise
+        inst = self.instance
+        return solve_qwise(inst.X, inst.constraints, method=method, **inst.params,
+                           **solver_options(tol, max_iter, **options))
+
+
+class Fantope(Problem):
+    r"""Fantope-regularized metric learning (thesis ch. 3) on quadruplets: a metric of rank ``rank``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    quadruplets : array_like of int, shape (m, 4)
+        As in :class:`Qwise`.
+    rank : int
+        Target rank ``e`` (``1 <= rank < d``).
+    reg_weight : float
+        Weight of the Fantope regularizer (the sum of the ``d - rank`` smallest eigenvalues).
+    trace_weight : float
+        The extra :math:`\gamma\,\mathrm{tr}\,M`.
+    C_Q, margin, weights
+        As in :class:`Qwise`.
+
+    Notes
+    -----
+    .. math::
+        \min_{M \succeq 0}\ \text{reg\_weight} \sum_{i > \text{rank}} \lambda_i^{\uparrow}(M)
+        + \text{trace\_weight}\,\mathrm{tr}\,M + C_Q \sum_q w_q [\text{margin} + D_M(a, b) - D_M(c, d)]_+
+
+    is not convex: a point is certified as a critical point. The convex bound
+    :math:`\hat\varphi(\cdot; W(M))` at the Fantope point :math:`W(M)` of ``M`` is tight at ``M``,
+    and ``M`` is critical exactly when it minimises that bound: :meth:`truth` and :meth:`check`
+    certify the bound at ``W(at)``. Algorithms: ``"mm"`` (default), ``"subgradient"``, ``"factor"``
+    (:func:`cvxmetric.solvers.solve_fantope`); ``"cvxpy"``: the reference MM, every step certified.
+    """
+
+    name = "fantope"
+    methods = ("mm", "subgradient", "factor")
+    exact_thresholds = "mm"   # the reference MM is held as the fast MM
+    data_keys = ("X", "quadruplets")
+    optional_data_keys = ("weights",)
+
+    def __init__(self, X, quadruplets, rank, reg_weight=1.0, trace_weight=0.0, C_Q=1.0, margin=1.0, weights=None):
+        X = as_data_matrix(X, "X", min_rows=2)
+        d = X.shape[1]
+        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank < d:
+            raise ValueError(f"Fantope regularization needs rank, an integer in [1, d) = [1, {d}) (the target rank "
+                             f"of M); got rank={rank!r}")
+        cons = quadruplet_constraints(X, quadruplets, margin, weights)
+        params = {"rank": int(rank), "reg_weight": reg_weight, "trace_weight": trace_weight, "C_Q": C_Q, "C_P": 1.0}
+        super().__init__(Instance("fantope", instance_name("fantope", X, cons, params), X, cons, params=params))
+
+    def _run(self, method, tol, max_iter, random_state, options):
+        from cvxmetric.solvers import solve_fantope
+        opts = solver_options(tol, max_iter, **options)
+        if method == "factor":
+            opts.setdefault("seed", random_state if random_state is not None else 0)
+        return solve_fantope(self.X, self.constraints, method=method, **self.params, **opts)
+
+    def model(self):
+        """The :class:`cvxmetric.fantope.FantopeModel` of the problem."""
+        from cvxmetric.fantope import fantope_model
+        return fantope_model(self.X, self.constraints, **self.params)
+
+    def objective(self, point) -> float:
+        """The (non-convex) objective :math:`\\varphi(M)` (equal to its bound at ``W(M)``)."""
+        M = np.array(point, dtype=np.float64)
+        if M.shape != (self.d, self.d):
+            raise ValueError(f"M must have shape ({self.d}, {self.d}); got {M.shape}")
+        return float(self.model().value(M))
+
+    def bound_instance(self, M) -> Instance:
+        """The instance of the convex bound at the Fantope point ``W(M)`` of ``M``."""
+        from cvxmetric.fantope import fantope_projector
+        M = np.array(M, dtype=np.float64)
+        if M.shape != (self.d, self.d) or not np.all(np.isfinite(M)):
+            raise ValueError(f"M must be a finite ({self.d}, {self.d}) matrix; got shape {M.shape}")
+        W = fantope_projector(0.5 * (M + M.T), self.d - self.params["rank"])
+        return dataclasses.replace(self.instance, name=instance_name(self.instance.name, W), extra={"W": W})
+
+    def truth(self, rtol=None, *, at=None):
+        """The certified interval of the convex bound at ``W(at)`` (``at``: a matrix, required):
+        ``at`` is a critical point when its objective equals that bound's minimum."""
+        if at is None:
+            raise ValueError("Fantope regularization is not convex: truth(at=M) certifies the convex bound at "
+                             "W(M); pass the matrix M whose critical-point test you want")
+        return self._truth_of(self.bound_instance(at), rtol)
+
+    def formulation(self, *, at=None):
+        """The cvxpy formulation of the convex bound at ``W(at)`` (``at`` required; see :meth:`truth`)."""
+        if at is None:
+            raise ValueError("Fantope regularization is not convex: formulation(at=M) is the convex bound at W(M)")
+        return self._build_formulation(self.bound_instance(at))
+
+    def _check_instance(self, point) -> Instance:
+        return self.bound_instance(point)
+
+    def _verification_instance(self, result) -> Instance:
+        return self.bound_instance(result.M)
+
+    def exact(self, *, tol=None, max_iter=None):
+        """The reference majorization-minimization (every bound solved by the solve ladder), certified
+        as a critical point by its fixed-point gap (``measure = "kkt_residual"``)."""
+        from cvxmetric.formulations.fantope import fantope_mm_reference
+        from cvxmetric.solvers.result import make_result
+        tol = self.default_truth_rtol() if tol is None else float(tol)
+        kw = {} if max_iter is None else {"max_iter": max_iter}
+        traj = fantope_mm_reference(self.model(), tol=tol, **kw)
+        return make_result("fantope-cvxpy-mm", objective=traj.objective, measure="kkt_residual", tol=tol,
+                           stop_reason="converged" if traj.converged else "max_iter", M=traj.M,
+                           measure_value=traj.fixed_point_gap, n_iter=len(traj.Ms), history=traj.phi,
+                           time=traj.time, info={"statuses": traj.statuses, "W_final": traj.info.get("W_final")},
+                           detail=f"reference MM, every step certified by the solve ladder: {traj.message}")
