@@ -103,12 +103,12 @@ FACTOR_MAX_FRACTION = 0.5
 #: its point does not certify.
 RANK_SETTLED = 50
 
-#: ... and only when one Newton step costs at most NEWTON_STEP_RATIO FISTA iterations (counted in
-#: multiply-adds: :func:`~.boostmetric_newton.newton_step_cost` against m k^2 for the weighted
-#: sum of an iteration). Newton's phase takes up to MAX_NEWTON_STEPS (60) steps, so a phase that
-#: does not certify costs at most some 600 iterations; on breast_cancer standardized x 1e3 (k = 30,
-#: r = 13, some 350 of 5121 triplets in the Hessian) a step costs about 2 iterations, while the
-#: data in their natural units keep every triplet in the Hessian, and FISTA alone is cheaper.
+#: ... and only when one Newton step costs at most NEWTON_STEP_RATIO FISTA iterations, counted in
+#: multiply-adds (:func:`~.boostmetric_newton.newton_step_cost` against the m k^2 of an
+#: iteration's weighted sum). On breast_cancer standardized x 1e3 (k = 30, r = 13, some 350 of
+#: 5121 triplets in the Hessian) a step costs about 16 iterations and Newton's phase replaces
+#: thousands of them; on data in natural units every triplet stays in the Hessian, a step would
+#: cost hundreds of iterations, and FISTA alone certifies in a few hundred.
 NEWTON_STEP_RATIO = 20.0
 
 
