@@ -303,7 +303,7 @@ def boostmetric_projected_gradient(X, triplets, *, loss: str = "logistic", nu: f
                 best, since_best = (it.f, it.x, it.rho), 0
             else:
                 since_best += 1
-            if it.same_rank >= newton_wait and _newton_affordable(prob, it):
+            if it.rank > 0 and it.same_rank >= newton_wait and _newton_affordable(prob, it):
                 newton_wait *= 2
                 x, rho, f, n_newton = _newton_phase(prob, it.factor, n_newton)
                 gap, _ = _certify(run, rho, f, trace_of(x), force=True)

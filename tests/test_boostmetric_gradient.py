@@ -99,14 +99,15 @@ def test_newton_phase_certifies_the_nearly_unregularised_problem():
     assert res.lower_bound <= ref.objective * (1 + 1e-12) and ref.lower_bound <= res.objective * (1 + 1e-12)
 
 
-def test_factor_newton_reaches_a_stationary_factor_and_never_raises_the_objective():
-    from cvxmetric.boostmetric import TripletGeometry, loss_weights
+@pytest.mark.parametrize("loss", ["exp", "logistic"])
+def test_factor_newton_reaches_a_stationary_factor_and_never_raises_the_objective(loss):
+    from cvxmetric.boostmetric import TripletGeometry, loss_value, loss_weights
     from cvxmetric.solvers.boostmetric_newton import FactorNewton
 
     X, trip = _random_problem(0)
     geom = TripletGeometry(X, trip)
     T = 0.5 * np.eye(X.shape[1])
-    newton = FactorNewton(geom, "logistic", T)
+    newton = FactorNewton(geom, loss, T)
     L0 = np.random.default_rng(0).standard_normal((X.shape[1], 2))
     L0_copy = L0.copy()
     L = newton.solve(L0)
@@ -114,8 +115,8 @@ def test_factor_newton_reaches_a_stationary_factor_and_never_raises_the_objectiv
 
     def phi_and_gradient(L):
         rho = geom.margins(L @ L.T)
-        S = T - geom.weighted_sum(loss_weights("logistic", rho))
-        return float(np.sum(np.logaddexp(0.0, -rho)) + np.sum(T * (L @ L.T))), 2.0 * S @ L
+        S = T - geom.weighted_sum(loss_weights(loss, rho))
+        return loss_value(loss, rho) + float(np.sum(T * (L @ L.T))), 2.0 * S @ L
 
     phi0, g0 = phi_and_gradient(L0)
     phi, g = phi_and_gradient(L)
