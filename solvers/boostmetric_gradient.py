@@ -26,8 +26,9 @@ step is cheap against an iteration (``NEWTON_STEP_RATIO``), Newton's method over
 stationary point; it is certified like any other point, and when it does not certify, the iteration
 goes on from it (if it is lower) without momentum. This matters where the optimum lies in the
 loss' exponential tail (data in large units): there the iteration finds the rank in a few hundred
-iterations and the optimum's span in thousands, which Newton's method on the factor finds in some
-forty steps.
+iterations and the optimum's span in thousands, which Newton's method on the factor finds in
+tens of steps (measured on breast_cancer standardized x 1e3, ``python -m benchmarks.defaults
+--estimators BoostMetric --datasets breast_cancer``: 564 iterations and 21 Newton steps in all).
 
 ``converged`` comes only from the certificate: :class:`cvxmetric.boostmetric.BoostMetricCertifier`
 at the iterate's own weights :math:`u(M)` with ``upper`` = :math:`f(M)`. A backtracking
