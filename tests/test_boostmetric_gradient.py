@@ -80,3 +80,45 @@ def test_facade_runs_it_for_the_smooth_losses_and_rejects_it_for_the_hinge():
     with pytest.raises(ValueError, match="projected_gradient"):
         solvers.solve_boostmetric(hinge.X, hinge.constraints, loss="hinge", nu=hinge.params["nu"],
                                   method="projected_gradient")
+
+
+def _large_units_instance():
+    """iris, 30 points, standardized and times 1e3: the trace weight is 1e-6 of the data's, the
+    optimum lies deep in the logistic loss' exponential tail."""
+    inst = boostmetric_instance("iris", "logistic", n=30, seed=0)
+    X = inst.X - inst.X.mean(axis=0)
+    return X / X.std(axis=0) * 1e3, inst.constraints
+
+
+def test_newton_phase_certifies_the_nearly_unregularised_problem():
+    X, trip = _large_units_instance()
+    res = boostmetric_projected_gradient(X, trip, loss="logistic", nu=1.0)
+    assert res.converged and res.info["newton_steps"] > 0
+    ref = boostmetric_totally_corrective(X, trip, loss="logistic", nu=1.0)
+    assert ref.converged
+    assert res.lower_bound <= ref.objective * (1 + 1e-12) and ref.lower_bound <= res.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("loss", ["exp", "logistic"])
+def test_factor_newton_reaches_a_stationary_factor_and_never_raises_the_objective(loss):
+    from cvxmetric.boostmetric import TripletGeometry, loss_value, loss_weights
+    from cvxmetric.solvers.boostmetric_newton import FactorNewton
+
+    X, trip = _random_problem(0)
+    geom = TripletGeometry(X, trip)
+    T = 0.5 * np.eye(X.shape[1])
+    newton = FactorNewton(geom, loss, T)
+    L0 = np.random.default_rng(0).standard_normal((X.shape[1], 2))
+    L0_copy = L0.copy()
+    L = newton.solve(L0)
+    assert np.array_equal(L0, L0_copy) and newton.n_steps > 0
+
+    def phi_and_gradient(L):
+        rho = geom.margins(L @ L.T)
+        S = T - geom.weighted_sum(loss_weights(loss, rho))
+        return loss_value(loss, rho) + float(np.sum(T * (L @ L.T))), 2.0 * S @ L
+
+    phi0, g0 = phi_and_gradient(L0)
+    phi, g = phi_and_gradient(L)
+    assert phi <= phi0
+    assert np.linalg.norm(g) <= 1e-10 * np.linalg.norm(g0)
