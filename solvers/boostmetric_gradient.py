@@ -42,7 +42,7 @@ import time
 import numpy as np
 
 from cvxmetric._checks import check_int_in_range
-from cvxmetric.boostmetric import BoostMetricCertifier, TripletGeometry
+from cvxmetric.boostmetric import TripletGeometry
 from cvxmetric.certificates import relative_gap
 from cvxmetric.linalg import project_psd
 

@@ -16,7 +16,6 @@ import pytest
 import cvxmetric.solvers as solvers
 from cvxmetric._checks import check_method_options, keyword_options
 from cvxmetric.boostmetric import boostmetric_model
-from cvxmetric.constraints import ConstraintSet
 from cvxmetric.fantope import fantope_model
 from cvxmetric.generators import pairs_from_labels, quadruplets_from_metric, triplets_from_labels
 from cvxmetric.instances import get_instance
