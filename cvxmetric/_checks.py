@@ -359,8 +359,7 @@ def keyword_options(fn: Callable, *, exclude: Collection[str] = ()) -> frozenset
     return frozenset(q.name for q in params if q.kind in kinds and q.name not in exclude)
 
 
-def check_method_options(function: str, method, options: Mapping, accepted: Mapping[str, Collection[str]], *,
-                         renamed: Mapping[str, str] | None = None) -> str:
+def check_method_options(function: str, method, options: Mapping, accepted: Mapping[str, Collection[str]]) -> str:
     """Validate ``method`` and reject every option the chosen method would not read.
 
     Parameters
@@ -375,8 +374,6 @@ def check_method_options(function: str, method, options: Mapping, accepted: Mapp
     accepted : Mapping of str to collection of str
         For each method name, the options it reads (e.g. :func:`keyword_options` of the function
         it calls).
-    renamed : Mapping of str to str, optional
-        Former parameter names of the facade and their new names, for a message that says so.
 
     Returns
     -------
@@ -395,8 +392,6 @@ def check_method_options(function: str, method, options: Mapping, accepted: Mapp
     for name in options:
         if name in accepted[method]:
             continue
-        if renamed and name in renamed:
-            raise ValueError(f"{function}: {name!r} was renamed; use {renamed[name]}")
         readers = [m for m, names in accepted.items() if name in names]
         if readers:
             raise ValueError(f"{function}: option {name!r} does not apply to method={method!r} (only to "

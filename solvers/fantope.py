@@ -35,9 +35,6 @@ FANTOPE_METHODS = {
     "factor": keyword_options(factor_subgradient, exclude={"rank"}),
 }
 
-#: Former names of the facade's parameters (the Fantope model's ``k``, ``mu`` and ``gamma``).
-_RENAMED = {"k": "rank = d - k (the target rank e)", "mu": "reg_weight", "gamma": "trace_weight"}
-
 
 def solve_fantope(X, constraints: ConstraintSet, *, rank: int, reg_weight: float, trace_weight: float = 0.0,
                   C_Q: float = 1.0, C_P: float = 1.0, method: str = "mm", **options) -> SolverResult:
@@ -89,7 +86,7 @@ def solve_fantope(X, constraints: ConstraintSet, *, rank: int, reg_weight: float
     ``"factor"`` solves :math:`\min_{L \in \mathbb{R}^{e \times d}} \varphi(L^\top L)`.
     The objective is not convex (:math:`R` is concave).
     """
-    method = check_method_options("solve_fantope", method, options, FANTOPE_METHODS, renamed=_RENAMED)
+    method = check_method_options("solve_fantope", method, options, FANTOPE_METHODS)
     model = fantope_model(X, constraints, rank=rank, reg_weight=reg_weight, trace_weight=trace_weight,
                           C_Q=C_Q, C_P=C_P)
     if method == "mm":

@@ -347,6 +347,6 @@ def solve_itml(X, pairs=None, dissimilar=None, *, u=None, l=None, gamma: float =
     subject to :math:`\langle M, C_c\rangle \le \xi_c` on similar and :math:`\ge \xi_c` on
     dissimilar pairs, :math:`\xi^0_c = u` resp. :math:`l`, :math:`C_c = (x_i - x_j)(x_i - x_j)^\top`.
     """
-    method = check_method_options("solve_itml", method, options, ITML_METHODS, renamed={"max_sweeps": "max_iter"})
+    method = check_method_options("solve_itml", method, options, ITML_METHODS)
     model = itml_model(X, pairs, dissimilar, u=u, l=l, gamma=gamma, prior=prior, weight=weight)
     return bregman_itml(model, **options)

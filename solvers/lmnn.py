@@ -271,8 +271,7 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         raise ValueError(f"impostors must be one of {IMPOSTOR_MODES}; got {impostors!r}")
     if whiten is not None:   # a method-specific parameter: checked only when given
         options["whiten"] = whiten
-    method = check_method_options("solve_lmnn", method, options, METHODS,
-                                  renamed={"k": "n_neighbors", "mu": "regularization (= 1 - mu)"})
+    method = check_method_options("solve_lmnn", method, options, METHODS)
     whiten = check_bool(options.pop("whiten", True), "whiten")
     if impostors == "materialised" and max_triplets is not None:
         raise ValueError("max_triplets bounds the searched working set; it does not apply to "

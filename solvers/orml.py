@@ -170,8 +170,7 @@ def solve_orml(X, pairs, relevant, *, session=None, n_neighbors: int = 6, alpha:
     ideal output :math:`y^{(d)}` (eqs. 12-15) and :math:`\gamma` = ``output_weight``; the result's
     objective is :math:`\sum_d` of these minima (eq. 17 at :math:`U`).
     """
-    method = check_method_options("solve_orml", method, options, ORML_METHODS,
-                                  renamed={"k": "n_neighbors", "gamma": "output_weight"})
+    method = check_method_options("solve_orml", method, options, ORML_METHODS)
     model = orml_model(X, pairs, relevant, session=session, n_neighbors=n_neighbors, alpha=alpha, beta=beta,
                        output_weight=output_weight, r=r)
     return orml_pursuit(model, **options)

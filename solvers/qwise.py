@@ -196,7 +196,6 @@ def solve_qwise_vector(X, constraints: ConstraintSet, *, diagonal: bool = True, 
     :math:`\ge b + 1`), :math:`\beta_c = \delta_c`, or :math:`-h` when :math:`\delta_c = 0`, and
     :math:`\ell_h` the Huber-smoothed hinge (:mod:`cvxmetric.vector_model`).
     """
-    method = check_method_options("solve_qwise_vector", method, options, QWISE_VECTOR_METHODS,
-                                  renamed={"model": "diagonal=True (the diagonal model) or diagonal=False (linear)"})
+    method = check_method_options("solve_qwise_vector", method, options, QWISE_VECTOR_METHODS)
     vm = qwise_vector_model(X, constraints, diagonal=check_bool(diagonal, "diagonal"), C_Q=C_Q, C_P=C_P, h=h)
     return projected_newton(vm, **options)
