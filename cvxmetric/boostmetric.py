@@ -730,7 +730,7 @@ def solve_restricted_lp(H: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarr
     return lp.solve()
 
 
-def _line_search_weight(A_best: np.ndarray, A_u: np.ndarray) -> float:
+def _stabilization_weight(A_best: np.ndarray, A_u: np.ndarray) -> float:
     r"""The :math:`\alpha \in [0, 1]` minimising :math:`\lambda_{\max}(\alpha \hat A(u_{\text{best}}) + (1 - \alpha)\hat A(u))`.
 
     The function is convex in :math:`\alpha` (:math:`\hat A` is linear in u, :math:`\lambda_{\max}`
@@ -906,7 +906,7 @@ class ColumnGeneration:
         self.n_lp += 1
         self.history.append(pi)
         A_u = geom.weighted_sum(u) if self.alpha is None else None
-        alpha = _line_search_weight(self.A_best, A_u) if self.alpha is None else self.alpha
+        alpha = _stabilization_weight(self.A_best, A_u) if self.alpha is None else self.alpha
         while True:
             u_s = alpha * self.u_best + (1.0 - alpha) * u
             A_s = None if A_u is None else alpha * self.A_best + (1.0 - alpha) * A_u
