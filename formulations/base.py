@@ -135,6 +135,11 @@ class Formulation:
         ``normalize() -> Normalization``: an equivalent, well-scaled twin of this problem (data and
         weights multiplied by scalars) whose points and values map back exactly. The solve ladder
         (:mod:`cvxmetric.formulations.ladder`) solves the twin first.
+    refine : callable or None
+        ``refine(solution, rtol) -> ReferenceSolution``: a first-order method warm-started from a
+        solve's point and duals, run until its own certified gap is within a fraction of ``rtol``;
+        it returns every named dual and auxiliary value, so that the ladder certifies (and the
+        KKT checks read) it like any cvxpy solve. None: the problem has no such method.
     """
 
     method: str
@@ -150,6 +155,7 @@ class Formulation:
     make_feasible: Callable[[np.ndarray], np.ndarray] | None = None
     dual_bound: Callable[["ReferenceSolution"], float | None] | None = None
     normalize: Callable[[], "Normalization"] | None = None
+    refine: Callable[["ReferenceSolution", float], "ReferenceSolution"] | None = None
 
     @property
     def point(self) -> cp.Variable:
