@@ -45,7 +45,7 @@ Certification hooks (``cvxmetric.formulations.ladder``):
   KKT conditions of :mod:`cvxmetric.verification.kkt` at its point: :math:`\alpha` the multipliers,
   :math:`\beta = c - \alpha`, :math:`\xi = [\delta + \langle M, A\rangle]_+`,
   :math:`Z = R + qM + \sum_c \alpha_c A_c`, and in the pairs form the multipliers
-  :math:`S^\top \alpha` of "pair_distance" (the sign of cvxpy's convention). The interval it gives
+  :math:`-S^\top \alpha` of "pair_distance" (cvxpy's sign convention). The interval it gives
   is certified like a cvxpy solve's: ``value_at`` of its point, ``dual_bound`` of its multipliers.
 """
 from __future__ import annotations
@@ -95,8 +95,15 @@ def _objective(model: HingeModel, M: cp.Expression, hinge_part: cp.Expression) -
     return obj
 
 
-def hinge_rows(model: HingeModel):
-    r"""The linear map :math:`M \mapsto (\langle M, A_c\rangle)_c` in the form with fewer dense rows.
+def hinge_rows(model: HingeModel, hinge_form: str | None = None):
+    r"""The linear map :math:`M \mapsto (\langle M, A_c\rangle)_c` in one of its two forms.
+
+    Parameters
+    ----------
+    model : HingeModel
+    hinge_form : {"pairs", "rows"} or None
+        The form (module docstring); None chooses the one with fewer dense rows ("pairs" when
+        there are fewer distinct pairs than constraints).
 
     Returns
     -------
@@ -108,9 +115,12 @@ def hinge_rows(model: HingeModel):
     S : scipy.sparse.csr_matrix, shape (m, P), or None
         The incidence with :math:`\langle M, A_c\rangle = (S B\,\mathrm{svec}(M))_c` (``"pairs"``).
     """
+    if hinge_form not in (None, "pairs", "rows"):
+        raise ValueError(f"hinge_form must be 'pairs', 'rows' or None (the one with fewer dense rows); "
+                         f"got {hinge_form!r}")
     geom = model.geometry
     table, pu, pv = geom.pair_table()
-    if table.P >= geom.m:
+    if hinge_form == "rows" or table.P == 0 or (hinge_form is None and table.P >= geom.m):
         return "rows", geom.svec_matrix(), None
     rows = np.arange(geom.m)
     u, v = pu < table.P, pv < table.P   # a degenerate half (i == j) sits at the zero slot P
@@ -120,8 +130,18 @@ def hinge_rows(model: HingeModel):
     return "pairs", svec_outer(table.Xc[table.pa] - table.Xc[table.pb]), S
 
 
-def build_hinge_problem(model: HingeModel, *, method: str = "qwise") -> Formulation:
+def build_hinge_problem(model: HingeModel, *, method: str = "qwise", hinge_form: str | None = None) -> Formulation:
     """The cvxpy problem of ``model`` with named constraints and a closed-form ``value_at``.
+
+    Parameters
+    ----------
+    model : HingeModel
+    method : str
+        The problem family's name, recorded in ``Formulation.method``.
+    hinge_form : {"pairs", "rows"} or None
+        How the hinge rows are stated (module docstring; :func:`hinge_rows`); None (the default)
+        chooses the form with fewer dense rows. Both state the same problem; the twin of
+        ``normalize()`` keeps the form.
 
     Returns
     -------
@@ -134,7 +154,7 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise") -> Formulat
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
     d, m = model.d, model.m
-    hinge_form, B, S = hinge_rows(model)
+    hinge_form, B, S = hinge_rows(model, hinge_form)
     delta = np.asarray(model.constraints.delta, dtype=np.float64)
     M = cp.Variable((d, d), symmetric=True, name="M")
     xi = cp.Variable(m, name="xi")
@@ -176,7 +196,7 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise") -> Formulat
     def normalize() -> Normalization:
         tw = model.normalization()
         b = tw.point_scale
-        return Normalization(formulation=build_hinge_problem(tw.model, method=method),
+        return Normalization(formulation=build_hinge_problem(tw.model, method=method, hinge_form=hinge_form),
                              point_back=lambda P: b * np.asarray(P, dtype=np.float64),
                              value_scale=tw.value_scale, description=tw.description)
 
@@ -203,7 +223,7 @@ def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol:
     duals = {"psd": model.regularizer_grad(M) + model.geometry.weighted_sum(alpha),
              "hinge": alpha, "slack_nonneg": model.coef - alpha}
     if "pair_distance" in cons:
-        duals["pair_distance"] = S.T @ alpha
+        duals["pair_distance"] = -(S.T @ alpha)
     xi = np.maximum(0.0, np.asarray(model.constraints.delta, dtype=np.float64) + model.geometry.values(M))
     status = "optimal" if res.converged else f"not certified ({res.status})"
     return ReferenceSolution("PDHG", status, float(res.objective) if res.converged else None, M,
