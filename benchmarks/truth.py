@@ -12,7 +12,7 @@ Each row builds one formulation (:mod:`cvxmetric.formulations`) and climbs the s
 Clarabel's own linear algebra threads are its default). Printed per row: the data, the statement's
 size (cvxpy's scalar variables and constraints, the hinge rows' form where there is one) and the
 conic program the solvers receive (columns x rows, nonzeros of A), then every rung tried with its
-compile + solve seconds and the relative width of its interval, the certified width and the total.
+compile + solve seconds, the solver's iterations and the relative width of its interval, the certified width and the total.
 
 The cases:
 
@@ -176,7 +176,7 @@ def run_case(case: Case) -> Row:
         row.size = statement_size(form)
         truth = solve_certified(form, default_exact_tol(case.problem))
         row.seconds = time.perf_counter() - start
-        row.rungs = [(a.rung, a.compile_time, a.solve_time, a.gap) for a in truth.attempts]
+        row.rungs = [(a.rung, a.compile_time, a.solve_time, a.iterations, a.gap) for a in truth.attempts]
         row.width, row.certified = truth.gap, truth.certified
         row.conic = conic_size(form)
     except Exception as exc:   # a row that fails says why; the table goes on
@@ -185,14 +185,16 @@ def run_case(case: Case) -> Row:
     return row
 
 
-COLUMNS = ("problem", "data", "statement", "conic program (cols x rows)", "rungs: compile + solve s (width)",
+COLUMNS = ("problem", "data", "statement", "conic program (cols x rows)",
+           "rungs: compile + solve seconds, iterations (width)",
            "certified width", "total s")
 
 
 def cells(row: Row) -> list[str]:
     if row.error:
         return [row.problem, row.data, row.size, "-", row.error[:80], "**failed**", f"{row.seconds:.1f}"]
-    rungs = "; ".join(f"{name} {c:.1f} + {s:.1f} ({g:.0e})" for name, c, s, g in row.rungs)
+    rungs = "; ".join(f"{name} {c:.1f} + {s:.1f} s, {'?' if it is None else it} it ({g:.0e})"
+                      for name, c, s, it, g in row.rungs)
     width = f"{row.width:.0e}" if row.certified else f"**{row.width:.0e}, not certified**"
     return [row.problem, row.data, row.size, row.conic, rungs, width, f"{row.seconds:.1f}"]
 

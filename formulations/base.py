@@ -52,6 +52,8 @@ class ReferenceSolution:
         Dual values of the named constraints (copied after the solve).
     aux : dict
         Values of the other variables (slacks, ...).
+    iterations : int or None
+        The solver's iteration count, when it reports one.
     """
 
     solver: str
@@ -62,6 +64,7 @@ class ReferenceSolution:
     solve_time: float
     duals: dict = field(default_factory=dict)
     aux: dict = field(default_factory=dict)
+    iterations: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -206,6 +209,7 @@ class Formulation:
         if solve_time is None or not np.isfinite(solve_time):
             solve_time = total
         solve_time = min(float(solve_time), total)
+        iterations = getattr(stats, "num_iters", None) if stats is not None else None
         ok = status in OPTIMAL_STATUSES
         # Points and duals are kept whatever the status label says: the ladder certifies them by
         # their own interval (cvxmetric.formulations.ladder), so an "optimal_inaccurate" point can still be
@@ -227,6 +231,7 @@ class Formulation:
                 if name != self.point_name and var.value is not None:
                     aux[name] = np.array(var.value, dtype=np.float64)
         sol = ReferenceSolution(solver, status, float(self.problem.value) if ok else None, point,
-                                total - solve_time, solve_time, duals, aux)
+                                total - solve_time, solve_time, duals, aux,
+                                None if iterations is None else int(iterations))
         self.solutions[solver] = sol
         return sol

@@ -227,4 +227,5 @@ def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol:
     xi = np.maximum(0.0, np.asarray(model.constraints.delta, dtype=np.float64) + model.geometry.values(M))
     status = "optimal" if res.converged else f"not certified ({res.status})"
     return ReferenceSolution("PDHG", status, float(res.objective) if res.converged else None, M,
-                             0.0, float(res.time), {k: duals[k] for k in cons}, {"xi": xi})
+                             0.0, float(res.time), {k: duals[k] for k in cons}, {"xi": xi},
+                             int(res.n_iter))

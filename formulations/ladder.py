@@ -68,7 +68,8 @@ LADDER = (
 class Attempt:
     """What one rung produced (for the report): ``time`` is the rung's seconds, of which
     ``compile_time`` went to cvxpy's canonicalisation and ``solve_time`` to the solver (a reused
-    solve counts zero; a refinement's seconds are solve time)."""
+    solve counts zero; a refinement's seconds are solve time); ``iterations`` are the solver's
+    (the refinement's own for a refining rung), when it reports them."""
 
     rung: str
     status: str
@@ -79,6 +80,7 @@ class Attempt:
     error: str = ""
     compile_time: float = 0.0
     solve_time: float = 0.0
+    iterations: Optional[int] = None
 
 
 @dataclass
@@ -180,7 +182,7 @@ def _attempt(form: Formulation, rung: Rung, cache: dict, rtol: float):
         error = f"{type(exc).__name__}: {exc}"
     elapsed = time.perf_counter() - t0
     att = Attempt(rung.name, sol.status, lower, upper, relative_gap(upper, lower), elapsed, error,
-                  compile_time, solve_time)
+                  compile_time, solve_time, sol.iterations)
     return att, used, sol, lower, upper, point
 
 
