@@ -206,7 +206,11 @@ def solve_certified(form: Formulation, rtol: float, ladder=LADDER) -> CertifiedT
         attempts.append(att)
         if lower is not None and (best_lower is None or lower > best_lower):
             best_lower = lower
-        if upper is not None and (best_upper is None or upper < best_upper):
+        own = rung.refine and Bounds(lower, upper).certifies(rtol)
+        if upper is not None and (own or best_upper is None or upper < best_upper):
+            # a refinement that certifies on its own is reported with its own point and solve: a
+            # consistent primal-dual pair for the KKT checks (the start it refined may have a
+            # lower value but inaccurate duals: Clarabel's "AlmostSolved" exits)
             best_upper, best_point = upper, point
             cert_form, cert_sol = used, sol
         if Bounds(best_lower, best_upper).certifies(rtol):
