@@ -176,7 +176,7 @@ def run_case(case: Case) -> Row:
         row.size = statement_size(form)
         truth = solve_certified(form, default_exact_tol(case.problem))
         row.seconds = time.perf_counter() - start
-        row.rungs = [(a.rung, a.compile_time, a.solve_time, a.iterations, a.gap) for a in truth.attempts]
+        row.rungs = [(a.rung, a.time_compile, a.time_solve, a.iterations, a.gap) for a in truth.attempts]
         row.width, row.certified = truth.gap, truth.certified
         row.conic = conic_size(form)
     except Exception as exc:   # a row that fails says why; the table goes on

@@ -69,9 +69,10 @@ LADDER = (
 @dataclass
 class Attempt:
     """What one rung produced (for the report): ``time`` is the rung's seconds, of which
-    ``compile_time`` went to cvxpy's canonicalisation and ``solve_time`` to the solver (a reused
-    solve counts zero; a refinement's seconds are solve time); ``iterations`` are the solver's
-    (the refinement's own for a refining rung), when it reports them."""
+    ``time_compile`` went to cvxpy's canonicalisation and ``time_solve`` to the solver (a reused
+    solve counts zero; a refinement's seconds are solve time; every timing field's name starts
+    with ``time``, as in the report's rows); ``iterations`` are the solver's (the refinement's own
+    for a refining rung), when it reports them."""
 
     rung: str
     status: str
@@ -80,8 +81,8 @@ class Attempt:
     gap: float
     time: float
     error: str = ""
-    compile_time: float = 0.0
-    solve_time: float = 0.0
+    time_compile: float = 0.0
+    time_solve: float = 0.0
     iterations: Optional[int] = None
 
 
