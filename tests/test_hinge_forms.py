@@ -1,7 +1,8 @@
 """The two statements of a hinge problem are one problem, and the ladder's refinement certifies it.
 
 * ``hinge_form="pairs"`` (shared endpoint pairs' distances) and ``"rows"`` (one dense row per
-  constraint) give the same ``value_at`` at random points and the same certified optimum; the
+  constraint) give the same ``value_at`` at random points (also with degenerate halves, i == j)
+  and the same certified optimum; the
   default picks pairs for LMNN (triplets share their pairs) and rows for random quadruplets;
 * ``Formulation.refine`` returns every named dual with cvxpy's signs and units (it agrees with
   Clarabel's duals), and the ladder's refining rung reuses the Clarabel solve and certifies;
@@ -37,6 +38,15 @@ def lmnn():
 
 
 @pytest.fixture(scope="module")
+def mixed():
+    """Quadruplets and pairs (a pair is a quadruplet with a degenerate half, i == j)."""
+    inst = get_instance("qwise", "iris-mixed")
+    idx = inst.constraints.idx
+    assert np.any(idx[:, 0] == idx[:, 1]) and np.any(idx[:, 2] == idx[:, 3])
+    return qwise_model(inst.X, inst.constraints, **inst.params)
+
+
+@pytest.fixture(scope="module")
 def quadruplets():
     inst = get_instance("qwise", "syn-d5")
     return qwise_model(inst.X, inst.constraints, regularizer="trace", C_Q=10.0)
@@ -51,7 +61,7 @@ def test_default_form_has_fewer_dense_rows(lmnn, quadruplets):
         hinge_rows(lmnn, "triplets")
 
 
-@pytest.mark.parametrize("which", ["lmnn", "quadruplets"])
+@pytest.mark.parametrize("which", ["lmnn", "quadruplets", "mixed"])
 def test_both_forms_have_the_same_value_everywhere(which, request):
     model = request.getfixturevalue(which)
     pairs = build_hinge_problem(model, hinge_form="pairs")
