@@ -52,6 +52,8 @@ class ReferenceSolution:
         Dual values of the named constraints (copied after the solve).
     aux : dict
         Values of the other variables (slacks, ...).
+    iterations : int or None
+        The solver's iteration count, when it reports one.
     """
 
     solver: str
@@ -62,6 +64,7 @@ class ReferenceSolution:
     solve_time: float
     duals: dict = field(default_factory=dict)
     aux: dict = field(default_factory=dict)
+    iterations: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -135,6 +138,11 @@ class Formulation:
         ``normalize() -> Normalization``: an equivalent, well-scaled twin of this problem (data and
         weights multiplied by scalars) whose points and values map back exactly. The solve ladder
         (:mod:`cvxmetric.formulations.ladder`) solves the twin first.
+    refine : callable or None
+        ``refine(solution, rtol) -> ReferenceSolution``: a first-order method warm-started from a
+        solve's point and duals, run until its own certified gap is within a fraction of ``rtol``;
+        it returns every named dual and auxiliary value, so that the ladder certifies (and the
+        KKT checks read) it like any cvxpy solve. None: the problem has no such method.
     """
 
     method: str
@@ -150,6 +158,7 @@ class Formulation:
     make_feasible: Callable[[np.ndarray], np.ndarray] | None = None
     dual_bound: Callable[["ReferenceSolution"], float | None] | None = None
     normalize: Callable[[], "Normalization"] | None = None
+    refine: Callable[["ReferenceSolution", float], "ReferenceSolution"] | None = None
 
     @property
     def point(self) -> cp.Variable:
@@ -200,6 +209,7 @@ class Formulation:
         if solve_time is None or not np.isfinite(solve_time):
             solve_time = total
         solve_time = min(float(solve_time), total)
+        iterations = getattr(stats, "num_iters", None) if stats is not None else None
         ok = status in OPTIMAL_STATUSES
         # Points and duals are kept whatever the status label says: the ladder certifies them by
         # their own interval (cvxmetric.formulations.ladder), so an "optimal_inaccurate" point can still be
@@ -221,6 +231,7 @@ class Formulation:
                 if name != self.point_name and var.value is not None:
                     aux[name] = np.array(var.value, dtype=np.float64)
         sol = ReferenceSolution(solver, status, float(self.problem.value) if ok else None, point,
-                                total - solve_time, solve_time, duals, aux)
+                                total - solve_time, solve_time, duals, aux,
+                                None if iterations is None else int(iterations))
         self.solutions[solver] = sol
         return sol
