@@ -8,7 +8,7 @@ Run from the repository root::
 
 Each row builds one formulation (:mod:`cvxmetric.formulations`) and climbs the solve ladder
 (:func:`cvxmetric.formulations.ladder.solve_certified`) at the problem's ground-truth tolerance
-(:func:`cvxmetric.estimators._solvers.default_exact_tol`), with one BLAS thread (threadpoolctl;
+(:func:`cvxmetric.verification.registry.truth_rtol`), with one BLAS thread (threadpoolctl;
 Clarabel's own linear algebra threads are its default). Printed per row: the data, the statement's
 size (cvxpy's scalar variables and constraints, the hinge rows' form where there is one) and the
 conic program the solvers receive (columns x rows, nonzeros of A), then every rung tried with its
@@ -166,7 +166,7 @@ def conic_size(form) -> str:
 
 def run_case(case: Case) -> Row:
     """Build, certify, and measure one case."""
-    from cvxmetric.estimators._solvers import default_exact_tol
+    from cvxmetric.verification.registry import truth_rtol
     from cvxmetric.formulations.ladder import solve_certified
 
     row = Row(case.problem, case.data)
@@ -174,7 +174,7 @@ def run_case(case: Case) -> Row:
     try:
         form = case.build()
         row.size = statement_size(form)
-        truth = solve_certified(form, default_exact_tol(case.problem))
+        truth = solve_certified(form, truth_rtol(case.problem))
         row.seconds = time.perf_counter() - start
         row.rungs = [(a.rung, a.time_compile, a.time_solve, a.iterations, a.gap) for a in truth.attempts]
         row.width, row.certified = truth.gap, truth.certified

@@ -10,7 +10,7 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
-__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "list_methods", "register_spec"]
+__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "list_methods", "register_spec", "truth_rtol"]
 
 
 class Thresholds(NamedTuple):
@@ -156,3 +156,11 @@ def get_spec(name: str) -> MethodSpec:
     if name not in _SPECS:
         raise ValueError(f"unknown method {name!r}; choose one of {', '.join(list_methods())}")
     return _SPECS[name]
+
+
+def truth_rtol(name: str) -> float:
+    """The relative width a method's certified ground truth is held to (its spec's ``truth_rtol``,
+    else ``verification.tolerances.TRUTH_RTOL``)."""
+    from .tolerances import TRUTH_RTOL
+    spec = get_spec(name)
+    return spec.truth_rtol if spec.truth_rtol is not None else TRUTH_RTOL

@@ -305,10 +305,8 @@ class Problem(ABC):
 
     def default_truth_rtol(self) -> float:
         """The relative width the harness requires of this problem's certified ground truth."""
-        from cvxmetric.verification.registry import get_spec
-        from cvxmetric.verification.tolerances import TRUTH_RTOL
-        spec = get_spec(self.name)
-        return spec.truth_rtol if spec.truth_rtol is not None else TRUTH_RTOL
+        from cvxmetric.verification.registry import truth_rtol
+        return truth_rtol(self.name)
 
     def truth(self, rtol: Optional[float] = None):
         """The certified interval of the optimum, a
