@@ -16,6 +16,11 @@ For every row it measures (DESIGN §6):
 * KKT residuals of the ground truth from its named duals, and of the fast point;
 * times and speed-up ratios; method-specific checks (theorems, scale identities).
 
+**Verdicts.** A row's ``verdict`` is ``"pass"`` (every check passed), ``"fail"`` (a check of the
+fast point failed) or ``"undecided"`` (only checks of the oracle failed: the ground truth could not
+be certified to the width the verdict needs, or its own diagnostics failed — nothing is then said
+about the fast point). ``passed`` is True exactly on ``"pass"``. See :func:`verdict`.
+
 **The harness never crashes.** Every stage of a row runs guarded: an exception becomes a failed
 check named after the stage, with the reason in the row's ``errors``; the table still prints.
 
@@ -42,7 +47,7 @@ from cvxmetric.formulations.ladder import LADDER, CertifiedTruth, solve_certifie
 from . import tolerances as tol
 from .registry import FastSolver, MethodSpec, get_spec, list_methods
 
-__all__ = ["Check", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
+__all__ = ["Check", "verdict", "TRUTH_STAGES", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
            "REQUIRED_KEYS", "default_cases", "find_instance_method", "BLAS_THREADS"]
 
 #: Stable keys of every row (the JSON output documented in the README).
@@ -56,6 +61,15 @@ REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_l
 #: instead of 0.3 ms). Parallel runs (:func:`verify_cases`) pin every worker to it too: the
 #: parallelism is across cases.
 BLAS_THREADS = PARALLEL_BLAS_THREADS
+
+#: Checks of the oracle itself, whatever the method: the ground truth's build and certified solve
+#: (guard stages ``build``, ``truth``), SCS's second opinion (``scs``), the interval's width
+#: (``truth_certified``), the truth's KKT residuals (``kkt_truth``) and SCS's agreement with it.
+#: A method adds the names of its own truth-side extra checks (``MethodSpec.truth_checks``).
+TRUTH_STAGES = frozenset({"build", "truth", "scs", "truth_certified", "kkt_truth", "scs_agreement"})
+
+#: The three verdicts of a row (:func:`verdict`).
+VERDICTS = ("pass", "fail", "undecided")
 
 #: The SCS rung of the ladder, used for the second opinion.
 _SCS_RUNG = next(r for r in LADDER if r.solver == "SCS")
@@ -75,6 +89,42 @@ class Check:
 
     def as_dict(self) -> dict:
         return {"value": _num(self.value), "tol": self.tol, "passed": bool(self.passed)}
+
+
+def verdict(checks: dict, errors: Iterable[str], truth_side: Iterable[str], truth_errors: Iterable[str] = ()) -> str:
+    """The verdict of a row from its checks and errors.
+
+    Parameters
+    ----------
+    checks : dict of str to Check or dict
+        The row's checks (``Check`` objects or their ``as_dict()``).
+    errors : iterable of str
+        The row's error messages.
+    truth_side : iterable of str
+        Names of the checks of the oracle (:data:`TRUTH_STAGES` and the method's
+        ``truth_checks``).
+    truth_errors : iterable of str
+        The errors that came from the oracle (its build and solves).
+
+    Returns
+    -------
+    str
+        ``"pass"`` when no check failed and there is no error; ``"undecided"`` when every failed
+        check is a check of the oracle and every error came from it (the ground truth cannot decide:
+        not a verdict on the fast point); ``"fail"`` otherwise.
+    """
+    failed = {name for name, c in checks.items() if not (c.passed if isinstance(c, Check) else c["passed"])}
+    fast_errors = set(errors) - set(truth_errors)
+    if not failed and not set(errors):
+        return "pass"
+    if failed <= set(truth_side) and not fast_errors:
+        return "undecided"
+    return "fail"
+
+
+def _truth_side(spec: MethodSpec) -> frozenset:
+    """Names of the oracle's checks in a row of ``spec``."""
+    return TRUTH_STAGES | frozenset(spec.truth_checks)
 
 
 def _num(x) -> Optional[float]:
@@ -286,7 +336,8 @@ def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, 
         "checks": {k: c.as_dict() for k, c in guard.checks.items()},
         "errors": guard.errors,
     }
-    row["passed"] = all(c["passed"] for c in row["checks"].values()) and not row["errors"]
+    row["verdict"] = verdict(row["checks"], row["errors"], _truth_side(spec), truth_guard.errors)
+    row["passed"] = row["verdict"] == "pass"
     return row
 
 
@@ -294,6 +345,7 @@ def _error_row(method: str, instance: str, seed: int, stage: str, exc: BaseExcep
     """A row for a case that could not even be set up (the report still prints)."""
     row = {k: None for k in REQUIRED_KEYS}
     row.update({"method": method, "instance": instance, "seed": seed, "solver": "-", "passed": False,
+                "verdict": "fail",
                 "checks": {stage: Check(None, 0.0).as_dict()},
                 "errors": [f"{stage}: {type(exc).__name__}: {exc}"], "warnings": []})
     return row
@@ -508,7 +560,9 @@ def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceC
         ``value`` (value_at of the feasible point), ``p_star_lower``/``p_star_upper`` (the
         certified interval), ``rel_gap`` (to the upper end), ``kkt`` (the fast-point KKT residual
         when the method defines one), ``lambda_min`` (matrix points), ``feasible``, ``passed``
-        (feasible, certified truth, and gap within ``gap_tol``), ``checks`` and ``errors``.
+        (feasible, certified truth, and gap within ``gap_tol``), ``verdict`` (``"pass"``,
+        ``"fail"``, or ``"undecided"`` when only the oracle's checks failed: the ground truth could
+        not be certified, see :func:`verdict`), ``checks`` and ``errors``.
 
     Raises
     ------
@@ -555,11 +609,11 @@ def score_point(method: str, instance: str, point, *, cache: Optional[ReferenceC
     else:
         guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
     kkt = None if spec.kkt_fast is None or feasible is None else guard("kkt_fast", spec.kkt_fast, form, feasible)
+    row_verdict = verdict(guard.checks, guard.errors, _truth_side(spec), ref.errors)
     return {"method": method, "instance": instance, "value": _num(value),
             "p_star_lower": _num(truth.bounds.lower) if truth else None,
             "p_star_upper": _num(truth.p_star) if truth else None,
             "rel_gap": _num(rel_gap), "kkt": _num(kkt), "lambda_min": _num(lam_min),
             "feasible": guard.checks.get("psd_feasible", Check(0.0, 1.0)).passed,
             "checks": {k: c.as_dict() for k, c in guard.checks.items()},
-            "errors": guard.errors,
-            "passed": all(c.passed for c in guard.checks.values()) and not guard.errors}
+            "errors": guard.errors, "verdict": row_verdict, "passed": row_verdict == "pass"}

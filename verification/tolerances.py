@@ -167,13 +167,6 @@ GAP_BOOSTMETRIC_STAGEWISE = 5e-1
 KKT_FAST_BOOSTMETRIC = 1e-3
 
 # ----------------------------------------------------------------------------- MMC
-#: Width of MMC's certified ground-truth interval. Tighter than TRUTH_RTOL because the KKT check
-#: reads the certifying solve's duals, and MMC's stationarity involves grad g = sum w C / (2 sqrt D),
-#: which amplifies the point's error at its (often rank-one) optima: Clarabel's intervals of
-#: 1e-8..4e-7 came with stationarity residuals of 1e-5..6e-4 (syn-blobs seed 1, iris seed 2, wine
-#: seed 4; unchanged with Clarabel at 1e-9), while the SCS rung certifies 1e-12..8e-9 with residuals
-#: <= 4e-8. At 1e-8 every MMC row of seeds 0-6 passes, most through the SCS rung (0.1-0.3 s).
-MMC_TRUTH_RTOL = 1e-8
 
 
 #: MMC scale identity on the ground truth: |p*_min (p*_max)^2 - 1| with both forms solved by
