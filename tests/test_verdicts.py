@@ -131,3 +131,15 @@ def test_score_point_verdicts():
     bad = score_point("qwise", "syn-d5", 3.0 * M, cache=cache)
     assert bad["verdict"] == "fail" and not bad["passed"]
     assert bad["checks"]["rel_gap"]["passed"] is False
+
+
+def test_the_table_names_the_oracle_of_an_undecided_row():
+    from cvxmetric.verification.cli import UNDECIDED_NOTE, format_table
+
+    checks = {"truth_certified": Check(1e-3, 1e-6).as_dict(), "rel_gap": Check(1e-5, 1e-3).as_dict()}
+    row = {"method": "qwise", "instance": "syn-d5", "solver": "qwise-pdhg", "checks": checks, "errors": [],
+           "passed": False, "verdict": verdict(checks, [], harness.TRUTH_STAGES)}
+    assert row["verdict"] == "undecided"
+    table = format_table([row])
+    assert "UNDECIDED" in table and "oracle undecided: qwise/syn-d5/qwise-pdhg: truth_certified" in table
+    assert "no verdict on the solver" in UNDECIDED_NOTE
