@@ -235,16 +235,19 @@ def _truth_checks(spec: MethodSpec, ref: _Reference, guard: _Guard) -> Optional[
 def _width_needed(truth: CertifiedTruth, rel_gap: Optional[float], gap_tol: float) -> float:
     r"""The interval width that decides a row's gap check: ``truth.rtol``, or wider when it proves the pass.
 
-    Every objective of the project is non-negative. With :math:`0 \le \ell \le u` the certified
-    interval and :math:`f \ge \ell` the fast point's value, :math:`(f - \ell)/\max(f, \ell) \le
-    (f - u)/\max(f, u) + (u - \ell)/u` (each fraction only grows when its denominator shrinks), so a
-    width :math:`\le` ``gap_tol - rel_gap`` *proves* the fast point within ``gap_tol`` of :math:`p^*`
-    (rel_gap to the upper end, the row's own gap check). A row whose gap check fails is decided by the
-    upper end alone (a feasible value: :math:`f - p^* \ge f - u`). Measured on Qwise syn-d5 with
+    With :math:`0 \le \ell \le u` the certified interval and :math:`f \ge \ell` the fast point's
+    value, :math:`(f - \ell)/\max(f, \ell) \le (f - u)/\max(f, u) + (u - \ell)/u` (each fraction only
+    grows when its denominator shrinks), so a width :math:`\le` ``gap_tol - rel_gap`` *proves* the
+    fast point within ``gap_tol`` of :math:`p^*` (rel_gap to the upper end, the row's own gap check).
+    A row whose gap check fails is decided by the upper end alone (a feasible value:
+    :math:`f - p^* \ge f - u`). Measured on Qwise syn-d5 with
     X x 1e4 (a trace weight 2e-9 of the hinge weights in the normalized twin): every rung's interval
     is 1.5e-4 wide, the fast points are within 1e-5..4e-5 of its upper end, gap_tol 1e-3: decided.
+    A negative lower end (BoostMetric's hinge objective :math:`-\rho + \nu 1^\top\xi`) keeps
+    ``truth.rtol``.
     """
-    if rel_gap is None or not math.isfinite(rel_gap) or rel_gap > gap_tol:
+    lower = truth.bounds.lower
+    if rel_gap is None or not math.isfinite(rel_gap) or rel_gap > gap_tol or lower is None or lower < 0.0:
         return truth.rtol
     return max(truth.rtol, gap_tol - max(rel_gap, 0.0))
 
