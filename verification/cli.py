@@ -14,7 +14,9 @@ Examples
 ``python -m cvxmetric.verification check --problem lmnn --data d.npz --matrix M.npy``  a matrix on your data
 
 Exit status: 0 when every row passes, 1 when a check fails (the table still prints, with the
-reasons), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file, ``--dask``
+reasons) or a row is undecided (only the oracle's own checks failed: the ground truth could not be
+certified; the report says so, and says nothing about the fast solver; a report that cannot vouch
+for every row does not exit 0), 2 for unusable input (an unknown name, an unreadable ``--check-matrix`` file, ``--dask``
 without dask.distributed installed or with an unreachable scheduler).
 
 Standard output carries the report (the table, or the JSON with ``--json``) and nothing else:
@@ -42,7 +44,7 @@ from cvxmetric import parallel
 from cvxmetric._checks import argument_type
 from cvxmetric._output import foreign_output_redirected
 
-from .harness import BLAS_THREADS, ReferenceCache, default_cases, score_point, verify_cases
+from .harness import VERDICTS, BLAS_THREADS, ReferenceCache, default_cases, score_point, verify_cases
 from .registry import get_spec, list_methods
 
 COLUMNS = (("method", "method", "{}"), ("instance", "instance", "{}"), ("solver", "fast solver", "{}"),
@@ -52,7 +54,12 @@ COLUMNS = (("method", "method", "{}"), ("instance", "instance", "{}"), ("solver"
            ("certified_gap", "cert.gap", "{:.1e}"),
            ("kkt_truth", "KKT truth", "{:.1e}"), ("kkt_fast", "KKT fast", "{:.1e}"),
            ("time_truth", "t truth", "{:.2f}s"), ("time_fast", "t fast", "{:.3f}s"),
-           ("speedup_scs", "x SCS", "{:.1f}"), ("passed", "ok", "{}"))
+           ("speedup_scs", "x SCS", "{:.1f}"), ("verdict", "verdict", "{}"))
+
+
+#: What an undecided row means (printed under the table and by ``--check-matrix``).
+UNDECIDED_NOTE = ("the oracle could not certify the ground truth (only its own checks failed); "
+                  "this is no verdict on the solver's point")
 
 
 def _fmt(value, fmt: str) -> str:
@@ -60,6 +67,8 @@ def _fmt(value, fmt: str) -> str:
         return "-"
     if isinstance(value, bool):
         return "PASS" if value else "FAIL"
+    if value in VERDICTS:
+        return value.upper()
     try:
         return fmt.format(value)
     except (ValueError, TypeError):
@@ -79,7 +88,8 @@ def format_table(rows: list[dict]) -> str:
         lines.append("")
         lines.append("Failed checks:")
         for r, name, c in failed:
-            lines.append(f"  {r['method']}/{r['instance']}/{r['solver']}: {name} = {_fmt(c['value'], '{:.3g}')} "
+            who = "oracle undecided: " if r.get("verdict") == "undecided" else ""
+            lines.append(f"  {who}{r['method']}/{r['instance']}/{r['solver']}: {name} = {_fmt(c['value'], '{:.3g}')} "
                          f"(tol {c['tol']:.1g})")
     errors = [(r, e) for r in rows for e in dict.fromkeys(r.get("errors") or [])]
     if errors:
@@ -291,9 +301,12 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                 for k in ("method", "instance", "value", "p_star_lower", "p_star_upper", "rel_gap", "kkt",
                           "lambda_min", "feasible", "passed"):
                     print(f"{k:16s} {result[k]}")
+                print(f"{'verdict':16s} {result['verdict']}")
                 for name, c in result["checks"].items():
                     if not c["passed"]:
                         print(f"failed check: {name} = {c['value']} (tol {c['tol']:.1g})")
+                if result["verdict"] == "undecided":
+                    print(UNDECIDED_NOTE)
                 for e in result["errors"]:
                     print(f"error: {e}")
             return 0 if result["passed"] else 1
@@ -308,7 +321,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         print(format_table(rows))
         n_pass = sum(r["passed"] for r in rows)
-        print(f"\n{n_pass} of {len(rows)} rows passed all checks")
+        n_undecided = sum(r.get("verdict") == "undecided" for r in rows)
+        print()
+        if n_undecided:
+            print(f"{n_undecided} of {len(rows)} rows undecided: {UNDECIDED_NOTE}")
+        print(f"{n_pass} of {len(rows)} rows passed all checks")
     return 0 if all(r["passed"] for r in rows) else 1
 
 

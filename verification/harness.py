@@ -16,6 +16,11 @@ For every row it measures (design §6):
 * KKT residuals of the ground truth from its named duals, and of the fast point;
 * times and speed-up ratios; method-specific checks (theorems, scale identities).
 
+**Verdicts.** A row's ``verdict`` is ``"pass"`` (every check passed), ``"fail"`` (a check of the
+fast point failed) or ``"undecided"`` (only checks of the oracle failed: the ground truth could not
+be certified to the width the verdict needs, or its own diagnostics failed — nothing is then said
+about the fast point). ``passed`` is True exactly on ``"pass"``. See :func:`verdict`.
+
 **The harness never crashes.** Every stage of a row runs guarded: an exception becomes a failed
 check named after the stage, with the reason in the row's ``errors``; the table still prints.
 
@@ -42,7 +47,7 @@ from cvxmetric.formulations.ladder import LADDER, CertifiedTruth, solve_certifie
 from . import tolerances as tol
 from .registry import FastSolver, MethodSpec, get_spec, list_methods
 
-__all__ = ["Check", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
+__all__ = ["Check", "verdict", "TRUTH_STAGES", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
            "REQUIRED_KEYS", "default_cases", "find_instance_method", "BLAS_THREADS"]
 
 #: Stable keys of every row (the JSON output documented in docs/report.md).
@@ -56,6 +61,15 @@ REQUIRED_KEYS = ("method", "instance", "solver", "d", "n_constraints", "p_star_l
 #: instead of 0.3 ms). Parallel runs (:func:`verify_cases`) pin every worker to it too: the
 #: parallelism is across cases.
 BLAS_THREADS = PARALLEL_BLAS_THREADS
+
+#: Checks of the oracle itself, whatever the method: the ground truth's build and certified solve
+#: (guard stages ``build``, ``truth``), SCS's second opinion (``scs``), the interval's width
+#: (``truth_certified``), the truth's KKT residuals (``kkt_truth``) and SCS's agreement with it.
+#: A method adds the names of its own truth-side extra checks (``MethodSpec.truth_checks``).
+TRUTH_STAGES = frozenset({"build", "truth", "scs", "truth_certified", "kkt_truth", "scs_agreement"})
+
+#: The three verdicts of a row (:func:`verdict`).
+VERDICTS = ("pass", "fail", "undecided")
 
 #: The SCS rung of the ladder, used for the second opinion.
 _SCS_RUNG = next(r for r in LADDER if r.solver == "SCS")
@@ -75,6 +89,42 @@ class Check:
 
     def as_dict(self) -> dict:
         return {"value": _num(self.value), "tol": self.tol, "passed": bool(self.passed)}
+
+
+def verdict(checks: dict, errors: Iterable[str], truth_side: Iterable[str], truth_errors: Iterable[str] = ()) -> str:
+    """The verdict of a row from its checks and errors.
+
+    Parameters
+    ----------
+    checks : dict of str to Check or dict
+        The row's checks (``Check`` objects or their ``as_dict()``).
+    errors : iterable of str
+        The row's error messages.
+    truth_side : iterable of str
+        Names of the checks of the oracle (:data:`TRUTH_STAGES` and the method's
+        ``truth_checks``).
+    truth_errors : iterable of str
+        The errors that came from the oracle (its build and solves).
+
+    Returns
+    -------
+    str
+        ``"pass"`` when no check failed and there is no error; ``"undecided"`` when every failed
+        check is a check of the oracle and every error came from it (the ground truth cannot decide:
+        not a verdict on the fast point); ``"fail"`` otherwise.
+    """
+    failed = {name for name, c in checks.items() if not (c.passed if isinstance(c, Check) else c["passed"])}
+    fast_errors = set(errors) - set(truth_errors)
+    if not failed and not set(errors):
+        return "pass"
+    if failed <= set(truth_side) and not fast_errors:
+        return "undecided"
+    return "fail"
+
+
+def _truth_side(spec: MethodSpec) -> frozenset:
+    """Names of the oracle's checks in a row of ``spec``."""
+    return TRUTH_STAGES | frozenset(spec.truth_checks)
 
 
 def _num(x) -> Optional[float]:
@@ -182,6 +232,26 @@ def _truth_checks(spec: MethodSpec, ref: _Reference, guard: _Guard) -> Optional[
     return kkt_max
 
 
+def _width_needed(truth: CertifiedTruth, rel_gap: Optional[float], gap_tol: float) -> float:
+    r"""The interval width that decides a row's gap check: ``truth.rtol``, or wider when it proves the pass.
+
+    With :math:`0 \le \ell \le u` the certified interval and :math:`f \ge \ell` the fast point's
+    value, :math:`(f - \ell)/\max(f, \ell) \le (f - u)/\max(f, u) + (u - \ell)/u` (each fraction only
+    grows when its denominator shrinks), so a width :math:`\le` ``gap_tol - rel_gap`` *proves* the
+    fast point within ``gap_tol`` of :math:`p^*` (rel_gap to the upper end, the row's own gap check).
+    A row whose gap check fails is decided by the upper end alone (a feasible value:
+    :math:`f - p^* \ge f - u`). Measured on Qwise syn-d5 with
+    X x 1e4 (a trace weight 2e-9 of the hinge weights in the normalized twin): every rung's interval
+    is 1.5e-4 wide, the fast points are within 1e-5..4e-5 of its upper end, gap_tol 1e-3: decided.
+    A negative lower end (BoostMetric's hinge objective :math:`-\rho + \nu 1^\top\xi`) keeps
+    ``truth.rtol``.
+    """
+    lower = truth.bounds.lower
+    if rel_gap is None or not math.isfinite(rel_gap) or rel_gap > gap_tol or lower is None or lower < 0.0:
+        return truth.rtol
+    return max(truth.rtol, gap_tol - max(rel_gap, 0.0))
+
+
 def _run_fast(fs, inst):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
@@ -241,6 +311,8 @@ def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, 
             if p_upper is not None:
                 rel_gap = relative_difference(f_fast, p_upper)
                 guard.checks["rel_gap"] = Check(rel_gap, fs.gap_tol, low=-math.inf)
+                guard.checks["truth_certified"] = Check(truth.gap, _width_needed(truth, rel_gap, fs.gap_tol),
+                                                        low=-tol.BELOW_LOWER_BOUND_RTOL)
                 # no feasible point can be below a certified lower bound
                 guard.checks["above_truth_lower_bound"] = Check(
                     relative_difference(truth.bounds.lower, f_fast), tol.BELOW_LOWER_BOUND_RTOL)
@@ -286,7 +358,8 @@ def _fast_row(spec: MethodSpec, inst, ref: _Reference, fs, truth_guard: _Guard, 
         "checks": {k: c.as_dict() for k, c in guard.checks.items()},
         "errors": guard.errors,
     }
-    row["passed"] = all(c["passed"] for c in row["checks"].values()) and not row["errors"]
+    row["verdict"] = verdict(row["checks"], row["errors"], _truth_side(spec), truth_guard.errors)
+    row["passed"] = row["verdict"] == "pass"
     return row
 
 
@@ -294,6 +367,7 @@ def _error_row(method: str, instance: str, seed: int, stage: str, exc: BaseExcep
     """A row for a case that could not even be set up (the report still prints)."""
     row = {k: None for k in REQUIRED_KEYS}
     row.update({"method": method, "instance": instance, "seed": seed, "solver": "-", "passed": False,
+                "verdict": "fail",
                 "checks": {stage: Check(None, 0.0).as_dict()},
                 "errors": [f"{stage}: {type(exc).__name__}: {exc}"], "warnings": []})
     return row
@@ -325,7 +399,9 @@ def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCach
     rows = [_fast_row(spec, inst, ref, fs, truth_guard, kkt_truth) for fs in solvers]
     if spec.extra_rows is not None:
         try:
-            rows.extend(spec.extra_rows(inst))
+            # method-level rows (theorems on the instance) check no fast point against the truth
+            rows.extend({**r, "verdict": r.get("verdict", "pass" if r["passed"] else "fail")}
+                        for r in spec.extra_rows(inst))
         except Exception as exc:   # noqa: BLE001
             rows.append(_error_row(spec.name, inst.name, seed, "extra_rows", exc))
     return rows
@@ -513,7 +589,9 @@ def score_point(method: str, instance, point, *, cache: Optional[ReferenceCache]
         ``value`` (value_at of the feasible point), ``p_star_lower``/``p_star_upper`` (the
         certified interval), ``rel_gap`` (to the upper end), ``kkt`` (the fast-point KKT residual
         when the method defines one), ``lambda_min`` (matrix points), ``feasible``, ``passed``
-        (feasible, certified truth, and gap within ``gap_tol``), ``checks`` and ``errors``.
+        (feasible, certified truth, and gap within ``gap_tol``), ``verdict`` (``"pass"``,
+        ``"fail"``, or ``"undecided"`` when only the oracle's checks failed: the ground truth could
+        not be certified, see :func:`verdict`), ``checks`` and ``errors``.
 
     Raises
     ------
@@ -560,16 +638,18 @@ def score_point(method: str, instance, point, *, cache: Optional[ReferenceCache]
         if value is not None and truth.p_star is not None:
             rel_gap = relative_difference(value, truth.p_star)
             guard.checks["rel_gap"] = Check(rel_gap, gap_tol, low=-math.inf)
+            guard.checks["truth_certified"] = Check(truth.gap, _width_needed(truth, rel_gap, gap_tol),
+                                                    low=-tol.BELOW_LOWER_BOUND_RTOL)
             guard.checks["above_truth_lower_bound"] = Check(relative_difference(truth.bounds.lower, value),
                                                             tol.BELOW_LOWER_BOUND_RTOL)
     else:
         guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
     kkt = None if spec.kkt_fast is None or feasible is None else guard("kkt_fast", spec.kkt_fast, form, feasible)
+    row_verdict = verdict(guard.checks, guard.errors, _truth_side(spec), ref.errors)
     return {"method": method, "instance": instance, "value": _num(value),
             "p_star_lower": _num(truth.bounds.lower) if truth else None,
             "p_star_upper": _num(truth.p_star) if truth else None,
             "rel_gap": _num(rel_gap), "kkt": _num(kkt), "lambda_min": _num(lam_min),
             "feasible": guard.checks.get("psd_feasible", Check(0.0, 1.0)).passed,
             "checks": {k: c.as_dict() for k, c in guard.checks.items()},
-            "errors": guard.errors,
-            "passed": all(c.passed for c in guard.checks.values()) and not guard.errors}
+            "errors": guard.errors, "verdict": row_verdict, "passed": row_verdict == "pass"}

@@ -76,6 +76,10 @@ class MethodSpec:
         :class:`cvxmetric.formulations.ladder.CertifiedTruth` of the row).
     extra_rows : callable or None
         ``extra_rows(instance) -> list[dict]``: method-level rows (e.g. the Fantope theorem).
+    truth_checks : tuple of str
+        Names of the ``extra_checks`` computed from the ground truth alone (a check of the oracle,
+        not of the fast point): when only such checks fail, the row's verdict is ``"undecided"``
+        (:func:`cvxmetric.verification.harness.verdict`).
     truth_rtol : float
         Relative width the certified ground-truth interval must reach
         (``cvxmetric.verification.tolerances.TRUTH_RTOL`` unless a method documents another).
@@ -96,6 +100,7 @@ class MethodSpec:
     kkt_fast: Optional[Callable] = None
     extra_checks: Optional[Callable] = None
     extra_rows: Optional[Callable] = None
+    truth_checks: tuple = ()
     truth_rtol: Optional[float] = None
     tolerances: Mapping[str, Thresholds] = field(default_factory=dict)
     load_error: Optional[str] = None

@@ -79,5 +79,6 @@ SPEC = MethodSpec(
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra,
+    truth_checks=("truth_slack_stationarity",),
     tolerances=TOLERANCES,
 )

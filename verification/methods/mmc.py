@@ -1,14 +1,23 @@
 r"""MMC in the harness: the max-form ascent (exact projection) against the cvxpy min form.
 
-Ground-truth KKT (min form, from the duals :math:`\nu` of "dissimilar" and :math:`Z` of "psd"):
-the Lagrangian is :math:`\langle C_S, M\rangle - \nu (g(M) - 1) - \langle Z, M\rangle` with
+Ground-truth KKT (min form, from the solver's point :math:`M` and the dual :math:`\nu` of
+"dissimilar"): the Lagrangian is :math:`\langle C_S, M\rangle - \nu (g(M) - 1) - \langle Z, M\rangle` with
 :math:`g(M) = \sum_D w_p \sqrt{\langle M, C_p\rangle}`, so
 
 * primal feasibility: :math:`M \succeq 0`, :math:`g(M) \ge 1`;
+* stationarity: :math:`Z = C_S - \nu \nabla g(M)`, :math:`\nabla g = \sum_D \frac{w_p}{2\sqrt{D_M(p)}} C_p`;
 * dual feasibility: :math:`\nu \ge 0`, :math:`Z \succeq 0`;
 * complementary slackness: :math:`\nu (g(M) - 1) = 0`, :math:`\langle Z, M\rangle = 0`;
-* stationarity: :math:`C_S - \nu \nabla g(M) - Z = 0`, :math:`\nabla g = \sum_D \frac{w_p}{2\sqrt{D_M(p)}} C_p`;
 * (by homogeneity, :math:`\langle \nabla g(M), M\rangle = g(M)/2`, these imply :math:`\nu = 2 p^*`).
+
+The dual slack :math:`Z` is the one stationarity assigns to :math:`(M, \nu)` (the certificate's
+:math:`\lambda(M)` reads the same matrix :math:`\nabla g(M)`), not the solver's reported dual of
+"psd": Clarabel returns its interior iterate of that dual, whose block on the null space of a
+low-rank optimum is off by ~1e-5 relative even when the interval of :math:`p^*` is 1e-8 wide
+(wine subset, 30 points: :math:`\|C_S - \nu\nabla g - Z_{\text{Clarabel}}\|` 1.7e-5 relative, all of it
+on the null space of M, while :math:`C_S - \nu\nabla g` itself is PSD to 1e-12 and orthogonal to M to
+1e-10; SCS's dual on the same problem: 3e-8). A wrong point or a wrong :math:`\nu` still fails:
+:math:`Z` then has a negative eigenvalue or is not orthogonal to :math:`M`.
 
 Every residual is scale-free: matrices are compared in the model's equilibrated coordinates
 (:math:`F M F`, :math:`F^{-1} Z F^{-1}`, ``F = feature_scale``, exact powers of 2) and each residual is
@@ -33,8 +42,7 @@ from cvxmetric.solvers.mmc import solve_mmc
 
 from ..kkt import relative_residual
 from ..registry import FastSolver, MethodSpec, Thresholds
-from ..tolerances import (GAP_FIRST_ORDER, MMC_SCALE_IDENTITY_FAST_RTOL, MMC_TRUTH_RTOL,
-                          MMC_SCALE_IDENTITY_RTOL)
+from ..tolerances import GAP_FIRST_ORDER, MMC_SCALE_IDENTITY_FAST_RTOL, MMC_SCALE_IDENTITY_RTOL
 
 #: The thresholds of MMC's solver (``solve_mmc(method=...)``): the first-order gap, and its KKT
 #: residual held to the same relative size.
@@ -42,29 +50,29 @@ TOLERANCES = {"ascent": Thresholds(GAP_FIRST_ORDER, GAP_FIRST_ORDER)}
 
 
 def mmc_kkt_truth(form, sol) -> dict[str, float]:
-    """KKT residuals of a solved MMC min form (see the module docstring)."""
+    """KKT residuals of a solved MMC min form, Z from stationarity (see the module docstring)."""
     model: MMCModel = form.model
     F = model.feature_scale
     inv = 1.0 / F
-    M = sol.point
+    M = model.psd_part(sol.point)
     nu = float(np.asarray(sol.duals["dissimilar"]).reshape(-1)[0])
-    Z = sol.duals["psd"]
     g = model.dissimilar_sum(M)
-    grad = nu * model.gradient(model.psd_part(M))
+    grad = nu * model.gradient(M)
+    Z = model.CS - grad
     # equilibrated coordinates: M_eq = F M F, dual-side matrices F^-1 (.) F^-1 (exact scalings)
     M_eq = M * F[:, None] * F[None, :]
     Z_eq, CS_eq, grad_eq = (A * inv[:, None] * inv[None, :] for A in (Z, model.CS, grad))
-    nM, nZ = float(np.linalg.norm(M_eq, 2)), float(np.linalg.norm(Z_eq, 2))
-    stat = CS_eq - grad_eq - Z_eq
+    nM = float(np.linalg.norm(M_eq, 2))
+    # Z is the difference of two terms: its size is measured against theirs
+    n_terms = max(float(np.linalg.norm(CS_eq, 2)), float(np.linalg.norm(grad_eq, 2)))
     return {
-        "primal_psd": relative_residual(max(0.0, -float(np.linalg.eigvalsh(M_eq)[0])), nM),
+        "primal_psd": relative_residual(max(0.0, -float(np.linalg.eigvalsh(sol.point * F[:, None] * F[None, :])[0])),
+                                        nM),
         "primal_dissimilar": max(0.0, 1.0 - g),
         "dual_nu": relative_residual(max(0.0, -nu), abs(nu)),
-        "dual_psd": relative_residual(max(0.0, -float(np.linalg.eigvalsh(Z_eq)[0])), nZ),
+        "dual_psd": relative_residual(max(0.0, -float(np.linalg.eigvalsh(Z_eq)[0])), n_terms),
         "comp_dissimilar": abs(g - 1.0) if nu != 0.0 else 0.0,
-        "comp_psd": relative_residual(abs(float(np.vdot(Z_eq, M_eq))), nZ * nM),
-        "stationarity_M": relative_residual(float(np.linalg.norm(stat)), np.linalg.norm(CS_eq), np.linalg.norm(grad_eq),
-                                 np.linalg.norm(Z_eq)),
+        "comp_psd": relative_residual(abs(float(np.vdot(Z_eq, M_eq))), n_terms * nM),
     }
 
 
@@ -109,6 +117,6 @@ SPEC = MethodSpec(
     kkt_truth=mmc_kkt_truth,
     kkt_fast=mmc_kkt_fast,
     extra_checks=_extra_checks,
-    truth_rtol=MMC_TRUTH_RTOL,
+    truth_checks=("scale_identity_truth",),
     tolerances=TOLERANCES,
 )

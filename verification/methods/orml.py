@@ -122,6 +122,7 @@ SPEC = MethodSpec(
     kkt_truth=orml_kkt_truth,
     kkt_fast=stationarity,
     extra_checks=_extra_checks,
+    truth_checks=("direction_truth_gap_max",),
     truth_rtol=ORML_TRUTH_RTOL,
     tolerances=TOLERANCES,
 )
