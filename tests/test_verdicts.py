@@ -68,14 +68,32 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ("fantope", "fantope", "syn-d8-e2", ("fantope-bound-subgradient", "fantope-bound-pdhg")),
 ])
 def test_data_times_1e4_has_no_false_alarm(problem, family, name, solvers):
-    # every rung's interval is wider than TRUTH_RTOL here (1.5e-4 and 1.1e-5) but proves the
-    # fast points within their gap tolerance: the rows are decided, and pass
+    # the ladder's interval here is either within TRUTH_RTOL (the refining rung) or wider but
+    # proving the fast points within their gap tolerance (harness._width_needed): decided, and pass
     rows = _scaled_rows(problem, family, name, 1e4, solvers)
     assert len(rows) == len(solvers)
     for row in rows:
         failed = [k for k, c in row["checks"].items() if not c["passed"]]
         assert row["verdict"] == "pass", (row["solver"], failed, row["errors"])
-        assert row["truth_gap"] > 1e-6
+
+
+def test_width_needed_proves_the_gap_or_keeps_the_truth_tolerance():
+    from cvxmetric.certificates import Bounds
+    from cvxmetric.formulations.ladder import CertifiedTruth
+
+    def truth(lower, upper):
+        return CertifiedTruth(Bounds(lower, upper), None, None, [], None, None, 1e-6)
+
+    # Qwise syn-d5 x 1e4 as measured: interval 1.5e-4 wide, fast point 4e-5 above its upper end
+    t = truth(1.0 - 1.5e-4, 1.0)
+    width = harness._width_needed(t, 4e-5, 1e-3)
+    assert width == pytest.approx(1e-3 - 4e-5)
+    f = 1.0 + 4e-5   # the proof: f within gap_tol of the lower end, so of p*
+    assert (f - t.bounds.lower) / f <= 1e-3
+    assert harness._width_needed(t, 2e-3, 1e-3) == 1e-6     # a failing gap decides by the upper end
+    assert harness._width_needed(t, None, 1e-3) == 1e-6
+    assert harness._width_needed(truth(-1.0, 1.0), 0.0, 1e-3) == 1e-6   # a negative lower end
+    assert harness._width_needed(t, -1e-4, 1e-3) == pytest.approx(1e-3)
 
 
 def test_boostmetric_truth_residuals_at_an_optimum_at_zero_are_in_objective_units():

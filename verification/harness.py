@@ -182,10 +182,6 @@ class ReferenceCache:
 _DEFAULT_CACHE = ReferenceCache()
 
 
-def _truth_rtol(spec: MethodSpec) -> float:
-    return spec.truth_rtol if spec.truth_rtol is not None else tol.TRUTH_RTOL
-
-
 def _scs_opinion(form) -> tuple[Optional[float], Optional[float]]:
     """SCS on the normalized twin (when there is one): its point made feasible and scored."""
     norm = form.normalize() if form.normalize is not None else None
@@ -203,7 +199,7 @@ def _scs_opinion(form) -> tuple[Optional[float], Optional[float]]:
 def _solve_reference(spec: MethodSpec, inst) -> _Reference:
     guard = _Guard()
     form = guard("build", spec.build, inst)
-    truth = None if form is None else guard("truth", solve_certified, form, _truth_rtol(spec))
+    truth = None if form is None else guard("truth", solve_certified, form, spec.truth_tolerance())
     p_scs, t_scs = (None, None)
     if form is not None:
         p_scs, t_scs = guard("scs", _scs_opinion, form, default=(None, None))
@@ -214,7 +210,7 @@ def _truth_checks(spec: MethodSpec, ref: _Reference, guard: _Guard) -> Optional[
     """Checks of the ground truth itself; returns its largest KKT residual."""
     truth = ref.truth
     if truth is None:
-        guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
+        guard.checks["truth_certified"] = Check(None, spec.truth_tolerance())
         return None
     # a lower bound above the feasible value by more than round-off is a wrong certificate
     guard.checks["truth_certified"] = Check(truth.gap, truth.rtol, low=-tol.BELOW_LOWER_BOUND_RTOL)
@@ -643,7 +639,7 @@ def score_point(method: str, instance, point, *, cache: Optional[ReferenceCache]
             guard.checks["above_truth_lower_bound"] = Check(relative_difference(truth.bounds.lower, value),
                                                             tol.BELOW_LOWER_BOUND_RTOL)
     else:
-        guard.checks["truth_certified"] = Check(None, _truth_rtol(spec))
+        guard.checks["truth_certified"] = Check(None, spec.truth_tolerance())
     kkt = None if spec.kkt_fast is None or feasible is None else guard("kkt_fast", spec.kkt_fast, form, feasible)
     row_verdict = verdict(guard.checks, guard.errors, _truth_side(spec), ref.errors)
     return {"method": method, "instance": instance, "value": _num(value),

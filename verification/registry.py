@@ -105,6 +105,12 @@ class MethodSpec:
     tolerances: Mapping[str, Thresholds] = field(default_factory=dict)
     load_error: Optional[str] = None
 
+    def truth_tolerance(self) -> float:
+        """The relative width this method's ground truth is held to: ``truth_rtol``, else
+        ``verification.tolerances.TRUTH_RTOL``."""
+        from .tolerances import TRUTH_RTOL
+        return self.truth_rtol if self.truth_rtol is not None else TRUTH_RTOL
+
 
 _SPECS: dict[str, MethodSpec] = {}
 _LOADED = False
@@ -166,6 +172,4 @@ def get_spec(name: str) -> MethodSpec:
 def truth_rtol(name: str) -> float:
     """The relative width a method's certified ground truth is held to (its spec's ``truth_rtol``,
     else ``verification.tolerances.TRUTH_RTOL``)."""
-    from .tolerances import TRUTH_RTOL
-    spec = get_spec(name)
-    return spec.truth_rtol if spec.truth_rtol is not None else TRUTH_RTOL
+    return get_spec(name).truth_tolerance()
