@@ -24,7 +24,7 @@ from cvxmetric.linalg import eigh_descending
 
 from cvxmetric.problems import EXACT
 
-from ._inputs import check_preprocessor, points_from, tuples_from
+from ._inputs import check_preprocessor, points_from, random_source, tuples_from
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -132,12 +132,19 @@ class MetricLearner(TransformerMixin, BaseEstimator):
                                           or self.max_iter < 1):
             raise ValueError(f"max_iter must be a positive integer or None (the solver's default); got {self.max_iter!r}")
 
-    def _fit_problem(self, problem):
+    def _random_source(self):
+        """The fit's source of randomness (:func:`~cvxmetric.estimators._inputs.random_source` of
+        ``random_state``): taken once per ``fit`` and handed to every random choice of it."""
+        return random_source(self.random_state)
+
+    def _fit_problem(self, problem, random_state=None):
         """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
-        the fitted attributes."""
+        the fitted attributes; ``random_state``: the fit's :meth:`_random_source` when it already
+        drew from it (None: taken here)."""
         solver = self._check_solver(problem)
         self._check_common()
-        res = problem.solve(solver, tol=self.tol, max_iter=self.max_iter, random_state=self.random_state,
+        rs = self._random_source() if random_state is None else random_state
+        res = problem.solve(solver, tol=self.tol, max_iter=self.max_iter, random_state=rs,
                             **(self.solver_options or {}))
         self.problem_ = problem
         self.solver_ = solver

@@ -13,11 +13,34 @@ with a preprocessor produce bit-identical problems and results.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from cvxmetric._checks import as_data_matrix
 
-__all__ = ["check_preprocessor", "points_from", "tuples_from", "canonical_tuples", "pair_labels"]
+__all__ = ["check_preprocessor", "points_from", "tuples_from", "canonical_tuples", "pair_labels", "random_source"]
+
+#: Seeds drawn from a ``numpy.random.RandomState`` lie in ``[0, SEED_BOUND)`` (RandomState's own seed range).
+SEED_BOUND = 2 ** 32 - 1
+
+
+def random_source(random_state):
+    """What the solvers and the constraint draws take, from scikit-learn's ``random_state``.
+
+    ``None``, an int or a ``numpy.random.Generator`` are returned as given; a
+    ``numpy.random.RandomState`` gives one seed drawn from it, so a fit with
+    ``RandomState(s)`` is reproducible and advances that RandomState as scikit-learn's estimators do.
+    Call it once per ``fit`` and pass its value to every random choice of the fit.
+    """
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(SEED_BOUND))
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    raise TypeError(f"random_state must be None, an int, a numpy.random.RandomState or a numpy.random.Generator; "
+                    f"got {type(random_state).__name__}")
 
 
 class _ArrayIndexer:

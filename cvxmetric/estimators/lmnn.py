@@ -38,7 +38,7 @@ class LMNN(MetricLearner):
         Further options of the chosen solver (an option it does not take raises ValueError).
     preprocessor : array or callable, optional
         metric-learn's preprocessor: ``fit``/``transform`` then accept 1-D index arrays.
-    random_state : None, int or Generator
+    random_state : None, int, RandomState or Generator
         Unused by the deterministic LMNN solvers; kept for scikit-learn's API.
 
     Attributes

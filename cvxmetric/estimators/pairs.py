@@ -18,7 +18,7 @@ _COMMON = """solver_options : dict, optional
         Further options of the chosen solver (an option it does not take raises ValueError).
     preprocessor : array or callable, optional
         metric-learn's preprocessor: pairs (and points) may then be given as indices.
-    random_state : None, int or Generator
+    random_state : None, int, RandomState or Generator
         Seed of every random choice (pairs drawn from labels, ITML's visiting order)."""
 
 
@@ -57,11 +57,11 @@ def _pairs_and_labels(S, D) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _ITMLBase(MetricLearner):
-    def _fit_itml(self, X, S, D, bounds):
+    def _fit_itml(self, X, S, D, bounds, random_state=None):
         pairs, labels = _pairs_and_labels(S, D)
         problem = problems.ITML(X, pairs, labels, bounds=bounds, gamma=self.gamma, prior=self.prior)
         self.bounds_ = np.array(problem.bounds)
-        return self._fit_problem(problem)
+        return self._fit_problem(problem, random_state)
 
 
 class ITML(_PairsLearner, _ITMLBase):
@@ -131,20 +131,21 @@ class ITML_Supervised(_ITMLBase):
     def fit(self, X, y, bounds=None):
         """Learn from points ``X`` (n, d) and labels ``y``; ``bounds = (u, l)`` on squared distances."""
         X, y = points_and_labels(self, X, y)
-        S, D = label_pairs(y, self.n_constraints, self.random_state)
+        rs = self._random_source()
+        S, D = label_pairs(y, self.n_constraints, rs)
         S = S[~zero_length_mask(X[S[:, 0]] - X[S[:, 1]], X)]
         D = D[~zero_length_mask(X[D[:, 0]] - X[D[:, 1]], X)]
         if len(S) == 0 or len(D) == 0:
             raise ValueError("every similar (or every dissimilar) pair drawn from y joins identical points; "
                              "ITML needs pairs of distinct points")
-        return self._fit_itml(X, S, D, bounds)
+        return self._fit_itml(X, S, D, bounds, rs)
 
 
 class _MMCBase(MetricLearner):
-    def _fit_mmc(self, X, S, D):
+    def _fit_mmc(self, X, S, D, random_state=None):
         if len(S) == 0 or len(D) == 0:
             raise ValueError("MMC needs at least one similar and one dissimilar pair")
-        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)))
+        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)), random_state)
 
 
 _MMC_DOC = r"""
@@ -205,8 +206,9 @@ class MMC_Supervised(_MMCBase):
     def fit(self, X, y):
         """Learn from points ``X`` (n, d) and class labels ``y``."""
         X, y = points_and_labels(self, X, y)
-        S, D = label_pairs(y, self.n_constraints, self.random_state)
-        return self._fit_mmc(X, S, D)
+        rs = self._random_source()
+        S, D = label_pairs(y, self.n_constraints, rs)
+        return self._fit_mmc(X, S, D, rs)
 
 
 ITML.__doc__ = ITML.__doc__.replace("{common}", _COMMON)
