@@ -238,10 +238,28 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         return metric
 
 
-class PairsClassifierMixin:
-    """metric-learn's pair classifier: similar (+1) when the learned distance is at most ``threshold_``."""
+def _classifier_tags(tags):
+    """``tags`` (scikit-learn >= 1.6) marked as a binary classifier's."""
+    from sklearn.utils import ClassifierTags
+    tags.estimator_type = "classifier"
+    tags.classifier_tags = ClassifierTags(multi_class=False)
+    return tags
 
+
+class _TupleClassifier:
+    """A classifier of tuples for scikit-learn (``is_classifier`` is True, on every version), so
+    classifier scorers such as ``"roc_auc"`` and stratified cross-validation apply to tuples
+    labelled -1 / +1: ``_estimator_type`` for scikit-learn < 1.6, ``__sklearn_tags__`` after."""
+
+    _estimator_type = "classifier"
     classes_ = np.array([-1, 1])
+
+    def __sklearn_tags__(self):
+        return _classifier_tags(super().__sklearn_tags__())
+
+
+class PairsClassifierMixin(_TupleClassifier):
+    """metric-learn's pair classifier: similar (+1) when the learned distance is at most ``threshold_``."""
 
     def decision_function(self, pairs) -> np.ndarray:
         """``-pair_distance``: high for similar pairs."""
@@ -285,10 +303,8 @@ class PairsClassifierMixin:
         return self
 
 
-class QuadrupletsClassifierMixin:
+class QuadrupletsClassifierMixin(_TupleClassifier):
     """metric-learn's quadruplet classifier: +1 when the first pair is the closer one."""
-
-    classes_ = np.array([-1, 1])
 
     def decision_function(self, quadruplets) -> np.ndarray:
         """``pair_distance(c, d) - pair_distance(a, b)``: positive when (a, b) is the closer pair."""
