@@ -74,3 +74,73 @@ def test_roc_auc_scorer_and_stratified_cross_validation_on_pairs(iris_small):
     assert isinstance(check_cv(3, yp, classifier=True), StratifiedKFold)
     scores = cross_val_score(ITML(random_state=0), pairs, yp, cv=3, scoring="roc_auc")
     assert scores.shape == (3,) and np.all((scores >= 0.0) & (scores <= 1.0))
+
+
+# ------------------------------------------------------------------ calibration strategies
+def _rates(y, pred):
+    tpr = np.sum((pred == 1) & (y == 1)) / max(np.sum(y == 1), 1)
+    tnr = np.sum((pred == -1) & (y == -1)) / max(np.sum(y == -1), 1)
+    return tpr, tnr
+
+
+def _constrained(rate, other_min, which):
+    def score(y, pred):
+        tpr, tnr = _rates(y, pred)
+        best, other = (tpr, tnr) if which == "tpr" else (tnr, tpr)
+        return best if other >= other_min else -1.0
+    return score
+
+
+def _strategies():
+    from functools import partial
+    from sklearn.metrics import accuracy_score, fbeta_score, precision_score
+    out = [({"strategy": "accuracy"}, accuracy_score)]
+    out += [({"strategy": "f_beta", "beta": b}, partial(fbeta_score, beta=b, zero_division=0.0)) for b in (0.5, 1.0, 2.0)]
+    out += [({"strategy": "f_beta", "beta": 0.0}, partial(precision_score, zero_division=0.0))]
+    out += [({"strategy": "max_tpr", "min_rate": t}, _constrained("tpr", t, "tpr")) for t in (0.0, 0.5, 0.9, 1.0)]
+    out += [({"strategy": "max_tnr", "min_rate": t}, _constrained("tnr", t, "tnr")) for t in (0.0, 0.5, 0.9, 1.0)]
+    return out
+
+
+@pytest.mark.parametrize("kwargs, scoring", _strategies(), ids=lambda v: str(v) if isinstance(v, dict) else "")
+def test_calibrated_threshold_has_the_best_score(kwargs, scoring):
+    from cvxmetric import ITML
+    rng = np.random.default_rng(42)
+    pairs, y = rng.standard_normal((50, 2, 4)), rng.choice([-1, 1], size=50)
+    pairs[6:10], y[6:10] = pairs[10:14], y[10:14]          # tied distances
+    est = ITML(random_state=0).fit(pairs, y)
+    est.calibrate_threshold(pairs, y, **kwargs)
+    best = scoring(y, est.predict(pairs))
+    dist = est.pair_distance(pairs)
+    scores = []
+    for t in np.r_[dist.min() - 1.0, dist, dist.max() + 1.0]:
+        scores.append(scoring(y, est.set_threshold(t).predict(pairs)))
+    assert max(scores) == pytest.approx(best) and len(set(scores)) > 1
+
+
+def test_calibration_accepts_or_rejects_every_pair_when_that_is_best():
+    from cvxmetric.estimators._calibration import best_threshold
+    dist = np.arange(7.0)[::-1]                            # the similar pairs are the farthest
+    similar = np.array([True, True, True, False, False, False, False])
+    assert best_threshold(dist, similar, "accuracy") < dist.min()              # reject all
+    assert best_threshold(dist, similar, "max_tpr", min_rate=0.0) == dist.max()  # accept all
+    assert best_threshold(dist, similar, "max_tnr", min_rate=0.0) < dist.min()
+    more_similar = np.array([True, True, True, True, False, False, False])
+    assert best_threshold(dist, more_similar, "accuracy") == dist.max()
+    assert best_threshold(dist, more_similar, "max_tnr", min_rate=0.0) < dist.min()
+    alternating = np.arange(6.0)[::-1]
+    assert best_threshold(alternating, np.arange(6) % 2 == 0, "f_beta", beta=1.0) == alternating.max()
+
+
+@pytest.mark.parametrize("kwargs, match", [({"strategy": "weird"}, "strategy must be one of"),
+                                           ({"strategy": "max_tpr"}, "min_rate must be a number in"),
+                                           ({"strategy": "max_tnr", "min_rate": 1.2}, "min_rate must be a number in"),
+                                           ({"strategy": "max_tnr", "min_rate": "0.5"}, "min_rate must be a number"),
+                                           ({"strategy": "f_beta", "beta": None}, "beta must be a real number"),
+                                           ({"strategy": "f_beta", "beta": 3 + 2j}, "beta must be a real number")])
+def test_calibration_parameters_are_checked(kwargs, match, iris_small):
+    from cvxmetric import ITML
+    pairs, yp = _labelled_pairs(*iris_small, 40, seed=1)
+    est = ITML(random_state=0).fit(pairs, yp)
+    with pytest.raises(ValueError, match=match):
+        est.calibrate_threshold(pairs, yp, **kwargs)

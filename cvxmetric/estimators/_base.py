@@ -284,22 +284,34 @@ class PairsClassifierMixin(_TupleClassifier):
             raise ValueError(f"threshold must be a real number; got {threshold!r}") from exc
         return self
 
-    def calibrate_threshold(self, pairs_valid, y_valid, strategy: str = "accuracy"):
-        """Choose ``threshold_`` maximising the accuracy on ``(pairs_valid, y_valid)``.
+    def calibrate_threshold(self, pairs_valid, y_valid, strategy: str = "accuracy", min_rate=None, beta=1.0):
+        """Choose ``threshold_`` maximising ``strategy`` on the validation pairs (metric-learn's strategies).
 
-        Only metric-learn's default ``strategy="accuracy"`` is provided (the others raise).
+        Parameters
+        ----------
+        pairs_valid : array_like, shape (m, 2, d), or (m, 2) indices with a ``preprocessor``
+        y_valid : array_like, shape (m,)
+            +1 (similar) or -1 (dissimilar) per pair.
+        strategy : {"accuracy", "f_beta", "max_tpr", "max_tnr"}
+            The accuracy; the F-beta score (``beta``); the true positive rate with a true negative
+            rate of at least ``min_rate``; the true negative rate with a true positive rate of at
+            least ``min_rate``.
+        min_rate : float in [0, 1], optional
+            Required by ``"max_tpr"`` and ``"max_tnr"``.
+        beta : float
+            Weight of recall in ``"f_beta"``.
+
+        Notes
+        -----
+        The candidates, formulas and tie rules are those of
+        :func:`cvxmetric.estimators._calibration.best_threshold`.
         """
-        if strategy != "accuracy":
-            raise ValueError(f"strategy must be 'accuracy' (the only calibration provided); got {strategy!r}")
+        from ._calibration import best_threshold, check_calibration_params
         from ._inputs import pair_labels
+        check_calibration_params(strategy, min_rate, beta)
         dist = self.pair_distance(pairs_valid)
         similar = pair_labels(y_valid, dist.shape[0])
-        order = np.argsort(dist, kind="stable")
-        d_sorted, s_sorted = dist[order], similar[order]
-        # threshold below every distance (all dissimilar), then at each sorted distance
-        correct = np.concatenate([[np.sum(~s_sorted)], np.sum(~s_sorted) + np.cumsum(np.where(s_sorted, 1, -1))])
-        best = int(np.argmax(correct))
-        self.threshold_ = float(d_sorted[best - 1]) if best > 0 else float(d_sorted[0]) - 1.0
+        self.threshold_ = best_threshold(dist, similar, strategy, min_rate=min_rate, beta=beta)
         return self
 
 
