@@ -144,3 +144,39 @@ def test_calibration_parameters_are_checked(kwargs, match, iris_small):
     est = ITML(random_state=0).fit(pairs, yp)
     with pytest.raises(ValueError, match=match):
         est.calibrate_threshold(pairs, yp, **kwargs)
+
+
+# ------------------------------------------------------------------ ITML priors
+def test_itml_named_priors(iris_small):
+    from cvxmetric import ITML
+    X, y = iris_small
+    pairs, yp = _labelled_pairs(X, y, 40, seed=2)
+    identity = ITML(random_state=0).fit(pairs, yp)
+    named = ITML(prior="identity", random_state=0).fit(pairs, yp)
+    np.testing.assert_array_equal(identity.get_mahalanobis_matrix(), named.get_mahalanobis_matrix())
+    cov = ITML(prior="covariance", random_state=0).fit(pairs, yp)
+    points = np.unique(pairs.reshape(-1, X.shape[1]), axis=0)
+    np.testing.assert_allclose(cov.problem_.instance.params["prior"], np.linalg.inv(np.cov(points, rowvar=False)),
+                               rtol=1e-10)
+    a = ITML(prior="random", random_state=np.random.RandomState(3)).fit(pairs, yp).problem_.instance.params["prior"]
+    b = ITML(prior="random", random_state=np.random.RandomState(3)).fit(pairs, yp).problem_.instance.params["prior"]
+    c = ITML(prior="random", random_state=4).fit(pairs, yp).problem_.instance.params["prior"]
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c) and np.linalg.eigvalsh(a)[0] >= 1.0 - 1e-12
+
+
+def test_itml_singular_prior_is_a_linalg_error(iris_small):
+    from cvxmetric import ITML
+    from cvxmetric.estimators import SingularPriorError
+    X, y = iris_small
+    pairs, yp = _labelled_pairs(X, y, 40, seed=2)
+    singular = np.diag([1.0, 1.0, 1.0, 0.0])
+    with pytest.raises(np.linalg.LinAlgError, match="prior is not positive definite"):
+        ITML(prior=singular).fit(pairs, yp)
+    with pytest.raises(ValueError, match="prior is not positive definite"):
+        ITML_Supervised(prior=singular, n_constraints=20).fit(X, y)
+    X_dependent = np.hstack([X, X[:, :1]])                 # a repeated feature: singular covariance
+    with pytest.raises(SingularPriorError, match="covariance of X"):
+        ITML_Supervised(prior="covariance", n_constraints=20, random_state=0).fit(X_dependent, y)
+    with pytest.raises(ValueError, match="prior must be one of"):
+        ITML(prior="pca").fit(pairs, yp)

@@ -10,6 +10,7 @@ from cvxmetric._checks import zero_length_mask
 from ._base import MetricLearner, PairsClassifierMixin
 from ._inputs import canonical_tuples, pair_labels
 from ._labels import points_and_labels
+from ._priors import prior_matrix
 from ._supervision import label_pairs
 
 __all__ = ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised"]
@@ -57,9 +58,10 @@ def _pairs_and_labels(S, D) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _ITMLBase(MetricLearner):
-    def _fit_itml(self, X, S, D, bounds, random_state=None):
+    def _fit_itml(self, X, S, D, bounds, random_state):
         pairs, labels = _pairs_and_labels(S, D)
-        problem = problems.ITML(X, pairs, labels, bounds=bounds, gamma=self.gamma, prior=self.prior)
+        prior = prior_matrix(self.prior, X, random_state)
+        problem = problems.ITML(X, pairs, labels, bounds=bounds, gamma=self.gamma, prior=prior)
         self.bounds_ = np.array(problem.bounds)
         return self._fit_problem(problem, random_state)
 
@@ -80,8 +82,13 @@ class ITML(_PairsLearner, _ITMLBase):
     ----------
     gamma : float
         Slack trade-off (> 0).
-    prior : array (d, d), optional
-        The prior metric :math:`M_0` (positive definite; default the identity).
+    prior : {"identity", "covariance", "random"}, array (d, d) or None
+        The prior metric :math:`M_0` (metric-learn's names; None: the identity): ``"covariance"``
+        the inverse covariance of the distinct points of the pairs (``ITML_Supervised``: of X),
+        ``"random"`` a random positive definite matrix drawn with ``random_state``, or a positive
+        definite array. A prior that is not positive definite raises
+        :class:`~cvxmetric.estimators.SingularPriorError` (a ``numpy.linalg.LinAlgError`` and a
+        ``ValueError``).
     solver : {"bregman", "cvxpy"} or None
         Cyclic Bregman projections (default) or the exact certified cvxpy solve.
     tol, max_iter : optional
@@ -105,7 +112,7 @@ class ITML(_PairsLearner, _ITMLBase):
     def fit(self, pairs, y, bounds=None, calibration_params=None):
         """Learn from pairs and labels (+1 / -1); ``bounds = (u, l)`` on squared distances."""
         X, S, D = self._pairs_problem(pairs, y)
-        self._fit_itml(X, S, D, bounds)
+        self._fit_itml(X, S, D, bounds, self._random_source())
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
