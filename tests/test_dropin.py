@@ -180,3 +180,44 @@ def test_itml_singular_prior_is_a_linalg_error(iris_small):
         ITML_Supervised(prior="covariance", n_constraints=20, random_state=0).fit(X_dependent, y)
     with pytest.raises(ValueError, match="prior must be one of"):
         ITML(prior="pca").fit(pairs, yp)
+
+
+# ------------------------------------------------------------------ preprocessors, score_pairs, preprocessor_
+def test_callable_preprocessor_gets_the_keys_as_given(iris_small):
+    from cvxmetric import ITML
+    X, y = iris_small
+    pairs, yp = _labelled_pairs(X, y, 40, seed=3)
+    points = np.unique(pairs.reshape(-1, X.shape[1]), axis=0)
+    names = np.array([f"img_{i:03d}.png" for i in range(len(points))])
+    table = dict(zip(names, points))
+    seen = []
+
+    def load(keys):
+        seen.append(np.asarray(keys).dtype.kind)
+        return np.array([table[k] for k in keys])
+
+    where = {tuple(p): names[i] for i, p in enumerate(points)}
+    named_pairs = np.array([[where[tuple(a)], where[tuple(b)]] for a, b in pairs])
+    by_name = ITML(preprocessor=load, random_state=0).fit(named_pairs, yp)
+    by_points = ITML(random_state=0).fit(pairs, yp)
+    assert seen and set(seen) == {"U"}
+    np.testing.assert_array_equal(by_name.get_mahalanobis_matrix(), by_points.get_mahalanobis_matrix())
+    np.testing.assert_allclose(by_name.pair_distance(named_pairs), by_points.pair_distance(pairs))
+    np.testing.assert_allclose(by_name.transform(names[:5]), by_points.transform(points[:5]))
+    assert by_name.preprocessor_ is load and by_points.preprocessor_ is None
+
+
+def test_array_preprocessor_still_needs_integer_indices(iris_small):
+    from cvxmetric import ITML
+    X, y = iris_small
+    with pytest.raises(TypeError, match="array preprocessor must hold integer row indices"):
+        ITML(preprocessor=X).fit(np.array([["a", "b"], ["c", "d"]]), [1, -1])
+
+
+def test_score_pairs_is_the_deprecated_pair_distance(iris_small):
+    from cvxmetric import ITML
+    pairs, yp = _labelled_pairs(*iris_small, 40, seed=4)
+    est = ITML(random_state=0).fit(pairs, yp)
+    with pytest.warns(FutureWarning, match="score_pairs is deprecated"):
+        dist = est.score_pairs(pairs)
+    np.testing.assert_array_equal(dist, est.pair_distance(pairs))

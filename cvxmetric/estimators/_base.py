@@ -13,6 +13,7 @@ certificate re-checked against the ground truth's objective), without solving th
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -107,6 +108,8 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         :meth:`~cvxmetric.problems.Problem.components` of the result).
     n_iter_ : int
         Iterations of the solver.
+    preprocessor_ : None or callable
+        The checked ``preprocessor`` (an array becomes a row indexer), metric-learn's attribute.
     """
 
     # ---------------------------------------------------------------- fitting
@@ -146,6 +149,7 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         rs = self._random_source() if random_state is None else random_state
         res = problem.solve(solver, tol=self.tol, max_iter=self.max_iter, random_state=rs,
                             **(self.solver_options or {}))
+        self.preprocessor_ = check_preprocessor(self.preprocessor)
         self.problem_ = problem
         self.solver_ = solver
         self.result_ = res
@@ -224,6 +228,16 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     def pair_score(self, pairs) -> np.ndarray:
         """``-pair_distance(pairs)``: a similarity, larger for closer pairs (metric-learn's ``pair_score``)."""
         return -self.pair_distance(pairs)
+
+    def score_pairs(self, pairs) -> np.ndarray:
+        """metric-learn's deprecated name of :meth:`pair_distance` (distances, not scores).
+
+        Kept so that code written for metric-learn runs; it issues a ``FutureWarning`` naming
+        :meth:`pair_score` (similarities) and :meth:`pair_distance` (distances), as metric-learn does.
+        """
+        warnings.warn("score_pairs is deprecated (metric-learn's former name of pair_distance): use pair_score for "
+                      "similarity scores or pair_distance for distances", FutureWarning, stacklevel=2)
+        return self.pair_distance(pairs)
 
     def get_metric(self):
         """A function ``metric(u, v, squared=False)`` of two points, independent of the estimator

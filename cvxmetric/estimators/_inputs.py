@@ -1,9 +1,9 @@
 """Input conventions of the estimators, after metric-learn's ``check_input`` and preprocessors.
 
 Weakly supervised estimators take *tuples* of points: an array of shape ``(m, k, d)`` (``k = 2``
-for pairs, 4 for quadruplets), or an integer array of shape ``(m, k)`` of indices together with a
-``preprocessor`` — an array ``X`` (a tuple of indices ``t`` stands for ``X[t]``) or a callable
-mapping an index array to the points. Supervised estimators and ``transform`` take points of
+for pairs, 4 for quadruplets), or an array of shape ``(m, k)`` of keys together with a
+``preprocessor`` — an array ``X`` (integer keys: a tuple ``t`` stands for ``X[t]``) or a callable
+mapping a 1-D array of keys of any kind (indices, file names, ids) to the points, one row per key. Supervised estimators and ``transform`` take points of
 shape ``(n, d)``, or (with a preprocessor) a 1-D array of indices.
 
 The solvers need a point set and index tuples into it: :func:`canonical_tuples` builds both from
@@ -64,9 +64,14 @@ def check_preprocessor(preprocessor):
                          f"to points; got {type(preprocessor).__name__} ({exc})") from exc
 
 
-def _indices(arr: np.ndarray, name: str) -> np.ndarray:
+def _keys(arr: np.ndarray, preprocessor, name: str) -> np.ndarray:
+    """The keys handed to ``preprocessor``: integer row indices for an array preprocessor; any keys
+    (file names, ids, indices) for a callable, which receives them as given."""
+    if not isinstance(preprocessor, _ArrayIndexer):
+        return arr
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} with a preprocessor must hold integer indices; got dtype {arr.dtype}")
+        raise TypeError(f"{name} with an array preprocessor must hold integer row indices; got dtype {arr.dtype} "
+                        "(a callable preprocessor takes any keys)")
     return arr.astype(np.int64)
 
 
@@ -74,7 +79,7 @@ def points_from(X, preprocessor, name: str = "X") -> np.ndarray:
     """Points ``(n, d)``: ``X`` itself, or, with a preprocessor, the points of a 1-D index array."""
     arr = np.asarray(X)
     if arr.ndim == 1 and preprocessor is not None:
-        return as_data_matrix(preprocessor(_indices(arr, name)), name)
+        return as_data_matrix(preprocessor(_keys(arr, preprocessor, name)), name)
     if arr.ndim == 1:
         raise ValueError(f"{name} is 1-D: give points of shape (n, d), or indices together with a preprocessor "
                          "(e.g. preprocessor=X_all)")
@@ -88,7 +93,7 @@ def tuples_from(tuples, size: int, preprocessor, name: str) -> np.ndarray:
     if arr.ndim == 2 and preprocessor is not None:
         if arr.shape[1] != size:
             raise ValueError(f"{name} as indices must have shape (m, {size}) ({kind}); got {arr.shape}")
-        idx = _indices(arr, name)
+        idx = _keys(arr, preprocessor, name)
         pts = np.asarray(preprocessor(idx.reshape(-1)), dtype=np.float64)
         if pts.ndim != 2 or pts.shape[0] != idx.size:
             raise ValueError(f"the preprocessor must map {idx.size} indices to {idx.size} points (an array of shape "
