@@ -221,3 +221,65 @@ def test_score_pairs_is_the_deprecated_pair_distance(iris_small):
     with pytest.warns(FutureWarning, match="score_pairs is deprecated"):
         dist = est.score_pairs(pairs)
     np.testing.assert_array_equal(dist, est.pair_distance(pairs))
+
+
+# ------------------------------------------------------------------ metric-learn's constructor parameters
+def test_lmnn_init_is_a_start_that_keeps_the_certified_optimum(iris_small):
+    from cvxmetric import LMNN
+    X, y = iris_small
+    fits = {init: LMNN(n_neighbors=3, init=init, random_state=0).fit(X, y)
+            for init in ("auto", "identity", "random", "pca", "lda")}
+    fits["array"] = LMNN(n_neighbors=3, init=np.eye(X.shape[1])[:2]).fit(X, y)
+    best = min(f.certificate_.objective for f in fits.values())
+    for name, fit in fits.items():
+        assert fit.certificate_.certified, name
+        # two certified objectives differ by at most the larger certified relative gap
+        assert fit.certificate_.objective - best <= fit.certificate_.value * abs(fit.certificate_.objective), name
+    with pytest.raises(ValueError, match="init must be one of"):
+        LMNN(init="zeros").fit(X, y)
+
+
+def test_lmnn_n_components_keeps_the_leading_directions(iris_small):
+    from cvxmetric import LMNN
+    X, y = iris_small
+    full = LMNN(n_neighbors=3).fit(X, y)
+    two = LMNN(n_neighbors=3, n_components=2).fit(X, y)
+    assert two.transform(X).shape == (X.shape[0], 2)
+    np.testing.assert_allclose(two.components_, full.components_[:2])
+    with pytest.raises(ValueError, match="n_components must be None or an integer in"):
+        LMNN(n_components=9).fit(X, y)
+
+
+def test_optimiser_only_parameters_warn_once_and_change_nothing(iris_small, capsys):
+    from cvxmetric import LMNN
+    X, y = iris_small
+    with pytest.warns(UserWarning, match="learn_rate, min_iter .parameters of metric-learn's own optimiser. ignored"):
+        tuned = LMNN(n_neighbors=3, learn_rate=1e-6, min_iter=50, verbose=True).fit(X, y)
+    assert "certified=True" in capsys.readouterr().out
+    np.testing.assert_array_equal(tuned.components_, LMNN(n_neighbors=3).fit(X, y).components_)
+    with pytest.warns(UserWarning, match="max_proj .a parameter of metric-learn's own optimiser. ignored"):
+        MMC_Supervised(n_constraints=20, max_proj=100, random_state=0).fit(X, y)
+
+
+def test_convergence_tol_is_the_solver_tolerance(iris_small):
+    from cvxmetric import LMNN
+    X, y = iris_small
+    by_alias = LMNN(n_neighbors=3, convergence_tol=1e-5).fit(X, y)
+    by_tol = LMNN(n_neighbors=3, tol=1e-5).fit(X, y)
+    default = LMNN(n_neighbors=3).fit(X, y)
+    np.testing.assert_array_equal(by_alias.components_, by_tol.components_)
+    assert by_alias.n_iter_ == by_tol.n_iter_ != default.n_iter_
+    with pytest.raises(ValueError, match="convergence_tol must be a positive number"):
+        LMNN(convergence_tol=-1.0).fit(X, y)
+
+
+def test_mmc_init_is_a_start_and_diagonal_is_rejected(iris_small):
+    X, y = iris_small
+    fits = [MMC_Supervised(n_constraints=20, init=init, random_state=0).fit(X, y)
+            for init in (None, "identity", "covariance", "random", np.diag([1.0, 2.0, 3.0, 4.0]))]
+    best = min(f.certificate_.objective for f in fits)
+    for fit in fits:
+        assert fit.certificate_.certified
+        assert fit.certificate_.objective - best <= fit.certificate_.value * abs(fit.certificate_.objective)
+    with pytest.raises(ValueError, match="diagonal MMC is not provided"):
+        MMC_Supervised(diagonal=True).fit(X, y)

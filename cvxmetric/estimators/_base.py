@@ -128,9 +128,10 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"solver_options must be a dict of options of the chosen solver or None; "
                              f"got {type(self.solver_options).__name__}")
-        if self.tol is not None and not (isinstance(self.tol, (int, float)) and not isinstance(self.tol, bool)
-                                         and self.tol > 0):
-            raise ValueError(f"tol must be a positive number or None (the solver's default); got {self.tol!r}")
+        for name in ("tol", "convergence_tol"):
+            value = getattr(self, name, None)
+            if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
+                raise ValueError(f"{name} must be a positive number or None (the solver's default); got {value!r}")
         if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer))
                                           or self.max_iter < 1):
             raise ValueError(f"max_iter must be a positive integer or None (the solver's default); got {self.max_iter!r}")
@@ -140,15 +141,23 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         ``random_state``): taken once per ``fit`` and handed to every random choice of it."""
         return random_source(self.random_state)
 
-    def _fit_problem(self, problem, random_state=None):
+    def _tol(self):
+        """The certified tolerance: ``tol``, else metric-learn's ``convergence_tol`` where the estimator has it."""
+        return self.tol if self.tol is not None else getattr(self, "convergence_tol", None)
+
+    def _fit_problem(self, problem, random_state=None, start=None):
         """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
         the fitted attributes; ``random_state``: the fit's :meth:`_random_source` when it already
-        drew from it (None: taken here)."""
+        drew from it (None: taken here); ``start``: the fast solver's start ``M0`` (None: its own;
+        an ``M0`` in ``solver_options`` takes precedence; the exact solve takes no start)."""
+        from ._metric_learn import report_fit
         solver = self._check_solver(problem)
         self._check_common()
         rs = self._random_source() if random_state is None else random_state
-        res = problem.solve(solver, tol=self.tol, max_iter=self.max_iter, random_state=rs,
-                            **(self.solver_options or {}))
+        options = dict(self.solver_options or {})
+        if start is not None and solver != EXACT:
+            options.setdefault("M0", start)
+        res = problem.solve(solver, tol=self._tol(), max_iter=self.max_iter, random_state=rs, **options)
         self.preprocessor_ = check_preprocessor(self.preprocessor)
         self.problem_ = problem
         self.solver_ = solver
@@ -156,6 +165,8 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         self.certificate_ = Certificate.of(res)
         self.components_ = problem.components(res)
         self.n_iter_ = res.n_iter
+        if getattr(self, "verbose", False):
+            report_fit(self)
         return self
 
     # ---------------------------------------------------------------- verification

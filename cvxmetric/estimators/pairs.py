@@ -10,7 +10,11 @@ from cvxmetric._checks import zero_length_mask
 from ._base import MetricLearner, PairsClassifierMixin
 from ._inputs import canonical_tuples, pair_labels
 from ._labels import points_and_labels
+from ._metric_learn import start_from_metric, warn_ignored
 from ._priors import prior_matrix
+
+#: metric-learn's MMC parameter of its projection loop, with the default that means "not set".
+_MMC_OPTIMISER_ONLY = {"max_proj": None}
 from ._supervision import label_pairs
 
 __all__ = ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised"]
@@ -149,11 +153,32 @@ class ITML_Supervised(_ITMLBase):
 
 
 class _MMCBase(MetricLearner):
-    def _fit_mmc(self, X, S, D, random_state=None):
+    def _fit_mmc(self, X, S, D, random_state):
+        if self.diagonal is not False:
+            raise ValueError(f"diagonal={self.diagonal!r}: the diagonal MMC is not provided; leave diagonal=False "
+                             "(the full MMC, whose optimum over every PSD matrix includes the diagonal ones)")
+        warn_ignored(self, _MMC_OPTIMISER_ONLY)
         if len(S) == 0 or len(D) == 0:
             raise ValueError("MMC needs at least one similar and one dissimilar pair")
-        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)), random_state)
+        start = start_from_metric(self.init, X, random_state)
+        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)), random_state, start=start)
 
+
+_MMC_PARAMS = """init : {"identity", "covariance", "random"}, array (d, d) or None
+        metric-learn's initial Mahalanobis matrix, used as the solver's start ``M0`` (None: the
+        solver's own; ``"covariance"``: the inverse covariance of the points; ``"random"``: a
+        random positive definite matrix drawn with ``random_state``). The problem is convex: the
+        start changes the iterations, not the certified optimum. Ignored by ``solver="cvxpy"``.
+    diagonal : bool
+        Only False (the full MMC); ``True`` (metric-learn's diagonal MMC) raises ValueError.
+    diagonal_c : float
+        Weight of metric-learn's diagonal MMC; unused with ``diagonal=False``, as in metric-learn.
+    max_proj : optional
+        Projection count of metric-learn's optimiser: no counterpart, ignored with one
+        ``UserWarning`` when set.
+    verbose : bool
+        Print the solver, its iterations and the certificate after the fit.
+    """
 
 _MMC_DOC = r"""
 
@@ -174,10 +199,15 @@ class MMC(_PairsLearner, _MMCBase):
     solver : {"ascent", "cvxpy"} or None
     tol, max_iter : optional
         Certified relative gap and iteration limit; None: the solver's defaults.
-    """ + _COMMON)
+    """ + _MMC_PARAMS + _COMMON)
 
-    def __init__(self, solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None,
-                 random_state=None):
+    def __init__(self, solver=None, tol=None, max_iter=None, solver_options=None, init=None, diagonal=False,
+                 diagonal_c=1.0, max_proj=None, verbose=False, preprocessor=None, random_state=None):
+        self.init = init
+        self.diagonal = diagonal
+        self.diagonal_c = diagonal_c
+        self.max_proj = max_proj
+        self.verbose = verbose
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -186,7 +216,7 @@ class MMC(_PairsLearner, _MMCBase):
         self.random_state = random_state
 
     def _fit_pairs(self, X, S, D):
-        return self._fit_mmc(X, S, D)
+        return self._fit_mmc(X, S, D, self._random_source())
 
 
 class MMC_Supervised(_MMCBase):
@@ -198,10 +228,16 @@ class MMC_Supervised(_MMCBase):
         Pairs of each kind (default ``20 * n_classes**2``, metric-learn's).
     solver, tol, max_iter
         As in :class:`MMC`.
-    """ + _COMMON)
+    """ + _MMC_PARAMS + _COMMON)
 
-    def __init__(self, n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None,
-                 preprocessor=None, random_state=None):
+    def __init__(self, n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None, init=None,
+                 diagonal=False, diagonal_c=1.0, max_proj=None, verbose=False, preprocessor=None,
+                 random_state=None):
+        self.init = init
+        self.diagonal = diagonal
+        self.diagonal_c = diagonal_c
+        self.max_proj = max_proj
+        self.verbose = verbose
         self.n_constraints = n_constraints
         self.solver = solver
         self.tol = tol
