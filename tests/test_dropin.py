@@ -283,3 +283,20 @@ def test_mmc_init_is_a_start_and_diagonal_is_rejected(iris_small):
         assert fit.certificate_.objective - best <= fit.certificate_.value * abs(fit.certificate_.objective)
     with pytest.raises(ValueError, match="diagonal MMC is not provided"):
         MMC_Supervised(diagonal=True).fit(X, y)
+
+
+def test_mmc_covariance_start_of_singular_data_is_its_pseudo_inverse(iris_small):
+    X, y = iris_small
+    X_dependent = np.hstack([X, X[:, :2] @ [[2.0], [3.0]]])
+    with pytest.warns(UserWarning, match="starts from its pseudo-inverse"):
+        fit = MMC_Supervised(n_constraints=20, init="covariance", random_state=0).fit(X_dependent, y)
+    assert fit.certificate_.certified
+
+
+def test_get_metric_takes_one_feature_components(iris_small):
+    from cvxmetric import ITML
+    est = ITML(random_state=0).fit(*_labelled_pairs(*iris_small, 40, seed=5))
+    est.components_ = np.array([3.1])
+    metric = est.get_metric()
+    for u, v in [(5, 6.7), ([5], [6.7]), ([[5]], [[6.7]])]:
+        assert metric(u, v) == pytest.approx(3.1 * 1.7)

@@ -254,7 +254,7 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         """A function ``metric(u, v, squared=False)`` of two points, independent of the estimator
         (it keeps a copy of ``components_``), e.g. for ``KNeighborsClassifier(metric=...)``."""
         check_is_fitted(self, "components_")
-        L = self.components_.copy()
+        L = np.atleast_2d(np.array(self.components_, dtype=np.float64))   # a 1-D L: one feature or one row
 
         def metric(u, v, squared: bool = False) -> float:
             diff = L @ (np.asarray(u, dtype=np.float64).ravel() - np.asarray(v, dtype=np.float64).ravel())

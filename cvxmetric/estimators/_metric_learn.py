@@ -76,15 +76,23 @@ def start_from_metric(init, X: np.ndarray, random_state) -> Optional[np.ndarray]
     """The solver's start ``M0`` from metric-learn's ``init`` of a Mahalanobis matrix (MMC).
 
     None: the solver's own start; ``"identity"``; ``"covariance"`` (the inverse covariance of
-    ``X``); ``"random"`` (a random positive definite matrix drawn with ``random_state``); or a
+    ``X``; its pseudo-inverse, with a ``UserWarning``, when singular); ``"random"`` (a random positive definite matrix drawn with ``random_state``); or a
     positive definite array (d, d) (:func:`cvxmetric.estimators._priors.prior_matrix`).
     """
-    from ._priors import prior_matrix
+    from ._priors import SingularPriorError, prior_matrix
     if init is None:
         return None
     if isinstance(init, str) and init == "identity":
         return np.eye(X.shape[1])
-    return prior_matrix(init, X, random_state)
+    try:
+        return prior_matrix(init, X, random_state)
+    except SingularPriorError:
+        if not (isinstance(init, str) and init == "covariance"):
+            raise
+    # a start needs only to be PSD: the pseudo-inverse of a singular covariance serves
+    warnings.warn("the covariance of X is singular: init='covariance' starts from its pseudo-inverse (remove "
+                  "linearly dependent features, e.g. by PCA, for an invertible one)", UserWarning, stacklevel=4)
+    return np.linalg.pinv(np.atleast_2d(np.cov(X, rowvar=False)), hermitian=True)
 
 
 def truncated_components(L: np.ndarray, n_components: Optional[int]) -> np.ndarray:
