@@ -300,3 +300,24 @@ def test_get_metric_takes_one_feature_components(iris_small):
     metric = est.get_metric()
     for u, v in [(5, 6.7), ([5], [6.7]), ([[5]], [[6.7]])]:
         assert metric(u, v) == pytest.approx(3.1 * 1.7)
+
+
+def test_metric_learn_walkthrough_calls_run_with_the_import_changed():
+    """The estimator calls of metric-learn's example ``plot_metric_learning_examples.py`` (its
+    LMNN, ITML_Supervised, MMC_Supervised and weakly supervised ITML), on data of the same kind."""
+    from sklearn.datasets import make_classification
+    from cvxmetric import ITML, LMNN
+    X, y = make_classification(n_samples=100, n_classes=3, n_clusters_per_class=2, n_informative=3, class_sep=4.0,
+                               n_features=5, n_redundant=0, shuffle=True, scale=[1, 1, 20, 20, 20], random_state=42)
+    with pytest.warns(UserWarning, match="learn_rate"):
+        lmnn = LMNN(n_neighbors=5, learn_rate=1e-6).fit(X, y)
+    assert lmnn.transform(X).shape == X.shape and lmnn.certificate_.certified
+    assert ITML_Supervised().fit_transform(X, y).shape == X.shape
+    assert MMC_Supervised().fit_transform(X, y).shape == X.shape
+    rng = np.random.default_rng(0)
+    same = np.array([(i, j) for i in range(len(y)) for j in range(i + 1, len(y)) if y[i] == y[j]])
+    other = np.array([(i, j) for i in range(len(y)) for j in range(i + 1, len(y)) if y[i] != y[j]])
+    other = other[rng.choice(len(other), len(same), replace=False)]
+    pairs = np.vstack([same, other])
+    labels = np.concatenate([np.ones(len(same)), -np.ones(len(same))])     # floats, as in the example
+    assert ITML(preprocessor=X).fit(pairs, labels).transform(X).shape == X.shape
