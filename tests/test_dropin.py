@@ -95,7 +95,8 @@ def _strategies():
     from functools import partial
     from sklearn.metrics import accuracy_score, fbeta_score, precision_score
     out = [({"strategy": "accuracy"}, accuracy_score)]
-    out += [({"strategy": "f_beta", "beta": b}, partial(fbeta_score, beta=b, zero_division=0.0)) for b in (0.5, 1.0, 2.0)]
+    out += [({"strategy": "f_beta", "beta": b}, partial(fbeta_score, beta=b, zero_division=0.0))
+            for b in (0.5, 1.0, 2.0)]
     out += [({"strategy": "f_beta", "beta": 0.0}, partial(precision_score, zero_division=0.0))]
     out += [({"strategy": "max_tpr", "min_rate": t}, _constrained("tpr", t, "tpr")) for t in (0.0, 0.5, 0.9, 1.0)]
     out += [({"strategy": "max_tnr", "min_rate": t}, _constrained("tnr", t, "tnr")) for t in (0.0, 0.5, 0.9, 1.0)]

@@ -2,9 +2,10 @@
 
 Weakly supervised estimators take *tuples* of points: an array of shape ``(m, k, d)`` (``k = 2``
 for pairs, 4 for quadruplets), or an array of shape ``(m, k)`` of keys together with a
-``preprocessor`` — an array ``X`` (integer keys: a tuple ``t`` stands for ``X[t]``) or a callable
-mapping a 1-D array of keys of any kind (indices, file names, ids) to the points, one row per key. Supervised estimators and ``transform`` take points of
-shape ``(n, d)``, or (with a preprocessor) a 1-D array of indices.
+``preprocessor`` — an array ``X`` (integer keys: a tuple ``t`` stands for ``X[t]``) or a
+callable mapping a 1-D array of keys of any kind (indices, file names, ids) to the points, one
+row per key. Supervised estimators and ``transform`` take points of shape ``(n, d)``, or (with a
+preprocessor) a 1-D array of keys.
 
 The solvers need a point set and index tuples into it: :func:`canonical_tuples` builds both from
 any of the accepted forms in one way — the distinct points of the tuples (``numpy.unique``,

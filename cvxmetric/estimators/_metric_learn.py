@@ -76,8 +76,9 @@ def start_from_metric(init, X: np.ndarray, random_state) -> Optional[np.ndarray]
     """The solver's start ``M0`` from metric-learn's ``init`` of a Mahalanobis matrix (MMC).
 
     None: the solver's own start; ``"identity"``; ``"covariance"`` (the inverse covariance of
-    ``X``; its pseudo-inverse, with a ``UserWarning``, when singular); ``"random"`` (a random positive definite matrix drawn with ``random_state``); or a
-    positive definite array (d, d) (:func:`cvxmetric.estimators._priors.prior_matrix`).
+    ``X``; its pseudo-inverse, with a ``UserWarning``, when singular); ``"random"`` (a random
+    positive definite matrix drawn with ``random_state``); or a positive definite array (d, d)
+    (:func:`cvxmetric.estimators._priors.prior_matrix`).
     """
     from ._priors import SingularPriorError, prior_matrix
     if init is None:
