@@ -157,6 +157,7 @@ RECORDED = {
     "boostmetric_table1_factors": ("python -m benchmarks.boostmetric_table1 (one factor changed a run: options in the file)",
                                    "boostmetric_table1_factors.txt"),
     "fantope_table31": ("python -m benchmarks.fantope_table31", "fantope_table31_result.txt"),
+    "metric_learn_suite": ("python -m benchmarks.metric_learn_suite", "metric_learn_suite_result.txt"),
     "fantope_table31_factors": ("python -m benchmarks.fantope_table31 (one factor changed a run: options in the file)",
                                 "fantope_table31_factors_result.txt"),
 }

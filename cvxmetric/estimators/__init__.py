@@ -12,7 +12,8 @@ from .boostmetric import BoostMetric
 from .lmnn import LMNN
 from .orml import ORML
 from .pairs import ITML, MMC, ITML_Supervised, MMC_Supervised
+from ._priors import SingularPriorError
 from .qwise import Qwise, Qwise_Supervised
 
 __all__ = ["Certificate", "LMNN", "ITML", "ITML_Supervised", "MMC", "MMC_Supervised", "Qwise",
-           "Qwise_Supervised", "BoostMetric", "ORML"]
+           "Qwise_Supervised", "BoostMetric", "ORML", "SingularPriorError"]

@@ -13,6 +13,7 @@ certificate re-checked against the ground truth's objective), without solving th
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -24,7 +25,7 @@ from cvxmetric.linalg import eigh_descending
 
 from cvxmetric.problems import EXACT
 
-from ._inputs import check_preprocessor, points_from, tuples_from
+from ._inputs import check_preprocessor, points_from, random_source, tuples_from
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -107,6 +108,8 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         :meth:`~cvxmetric.problems.Problem.components` of the result).
     n_iter_ : int
         Iterations of the solver.
+    preprocessor_ : None or callable
+        The checked ``preprocessor`` (an array becomes a row indexer), metric-learn's attribute.
     """
 
     # ---------------------------------------------------------------- fitting
@@ -125,26 +128,45 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValueError(f"solver_options must be a dict of options of the chosen solver or None; "
                              f"got {type(self.solver_options).__name__}")
-        if self.tol is not None and not (isinstance(self.tol, (int, float)) and not isinstance(self.tol, bool)
-                                         and self.tol > 0):
-            raise ValueError(f"tol must be a positive number or None (the solver's default); got {self.tol!r}")
+        for name in ("tol", "convergence_tol"):
+            value = getattr(self, name, None)
+            if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
+                raise ValueError(f"{name} must be a positive number or None (the solver's default); got {value!r}")
         if self.max_iter is not None and (isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer))
                                           or self.max_iter < 1):
             raise ValueError(f"max_iter must be a positive integer or None (the solver's default); got {self.max_iter!r}")
 
-    def _fit_problem(self, problem):
+    def _random_source(self):
+        """The fit's source of randomness (:func:`~cvxmetric.estimators._inputs.random_source` of
+        ``random_state``): taken once per ``fit`` and handed to every random choice of it."""
+        return random_source(self.random_state)
+
+    def _tol(self):
+        """The certified tolerance: ``tol``, else metric-learn's ``convergence_tol`` where the estimator has it."""
+        return self.tol if self.tol is not None else getattr(self, "convergence_tol", None)
+
+    def _fit_problem(self, problem, random_state=None, start=None):
         """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
-        the fitted attributes."""
+        the fitted attributes; ``random_state``: the fit's :meth:`_random_source` when it already
+        drew from it (None: taken here); ``start``: the fast solver's start ``M0`` (None: its own;
+        an ``M0`` in ``solver_options`` takes precedence; the exact solve takes no start)."""
+        from ._metric_learn import report_fit
         solver = self._check_solver(problem)
         self._check_common()
-        res = problem.solve(solver, tol=self.tol, max_iter=self.max_iter, random_state=self.random_state,
-                            **(self.solver_options or {}))
+        rs = self._random_source() if random_state is None else random_state
+        options = dict(self.solver_options or {})
+        if start is not None and solver != EXACT:
+            options.setdefault("M0", start)
+        res = problem.solve(solver, tol=self._tol(), max_iter=self.max_iter, random_state=rs, **options)
+        self.preprocessor_ = check_preprocessor(self.preprocessor)
         self.problem_ = problem
         self.solver_ = solver
         self.result_ = res
         self.certificate_ = Certificate.of(res)
         self.components_ = problem.components(res)
         self.n_iter_ = res.n_iter
+        if getattr(self, "verbose", False):
+            report_fit(self)
         return self
 
     # ---------------------------------------------------------------- verification
@@ -218,11 +240,21 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         """``-pair_distance(pairs)``: a similarity, larger for closer pairs (metric-learn's ``pair_score``)."""
         return -self.pair_distance(pairs)
 
+    def score_pairs(self, pairs) -> np.ndarray:
+        """metric-learn's deprecated name of :meth:`pair_distance` (distances, not scores).
+
+        Kept so that code written for metric-learn runs; it issues a ``FutureWarning`` naming
+        :meth:`pair_score` (similarities) and :meth:`pair_distance` (distances), as metric-learn does.
+        """
+        warnings.warn("score_pairs is deprecated (metric-learn's former name of pair_distance): use pair_score for "
+                      "similarity scores or pair_distance for distances", FutureWarning, stacklevel=2)
+        return self.pair_distance(pairs)
+
     def get_metric(self):
         """A function ``metric(u, v, squared=False)`` of two points, independent of the estimator
         (it keeps a copy of ``components_``), e.g. for ``KNeighborsClassifier(metric=...)``."""
         check_is_fitted(self, "components_")
-        L = self.components_.copy()
+        L = np.atleast_2d(np.array(self.components_, dtype=np.float64))   # a 1-D L: one feature or one row
 
         def metric(u, v, squared: bool = False) -> float:
             diff = L @ (np.asarray(u, dtype=np.float64).ravel() - np.asarray(v, dtype=np.float64).ravel())
@@ -231,10 +263,28 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         return metric
 
 
-class PairsClassifierMixin:
-    """metric-learn's pair classifier: similar (+1) when the learned distance is at most ``threshold_``."""
+def _classifier_tags(tags):
+    """``tags`` (scikit-learn >= 1.6) marked as a binary classifier's."""
+    from sklearn.utils import ClassifierTags
+    tags.estimator_type = "classifier"
+    tags.classifier_tags = ClassifierTags(multi_class=False)
+    return tags
 
+
+class _TupleClassifier:
+    """A classifier of tuples for scikit-learn (``is_classifier`` is True, on every version), so
+    classifier scorers such as ``"roc_auc"`` and stratified cross-validation apply to tuples
+    labelled -1 / +1: ``_estimator_type`` for scikit-learn < 1.6, ``__sklearn_tags__`` after."""
+
+    _estimator_type = "classifier"
     classes_ = np.array([-1, 1])
+
+    def __sklearn_tags__(self):
+        return _classifier_tags(super().__sklearn_tags__())
+
+
+class PairsClassifierMixin(_TupleClassifier):
+    """metric-learn's pair classifier: similar (+1) when the learned distance is at most ``threshold_``."""
 
     def decision_function(self, pairs) -> np.ndarray:
         """``-pair_distance``: high for similar pairs."""
@@ -259,29 +309,39 @@ class PairsClassifierMixin:
             raise ValueError(f"threshold must be a real number; got {threshold!r}") from exc
         return self
 
-    def calibrate_threshold(self, pairs_valid, y_valid, strategy: str = "accuracy"):
-        """Choose ``threshold_`` maximising the accuracy on ``(pairs_valid, y_valid)``.
+    def calibrate_threshold(self, pairs_valid, y_valid, strategy: str = "accuracy", min_rate=None, beta=1.0):
+        """Choose ``threshold_`` maximising ``strategy`` on the validation pairs (metric-learn's strategies).
 
-        Only metric-learn's default ``strategy="accuracy"`` is provided (the others raise).
+        Parameters
+        ----------
+        pairs_valid : array_like, shape (m, 2, d), or (m, 2) indices with a ``preprocessor``
+        y_valid : array_like, shape (m,)
+            +1 (similar) or -1 (dissimilar) per pair.
+        strategy : {"accuracy", "f_beta", "max_tpr", "max_tnr"}
+            The accuracy; the F-beta score (``beta``); the true positive rate with a true negative
+            rate of at least ``min_rate``; the true negative rate with a true positive rate of at
+            least ``min_rate``.
+        min_rate : float in [0, 1], optional
+            Required by ``"max_tpr"`` and ``"max_tnr"``.
+        beta : float
+            Weight of recall in ``"f_beta"``.
+
+        Notes
+        -----
+        The candidates, formulas and tie rules are those of
+        :func:`cvxmetric.estimators._calibration.best_threshold`.
         """
-        if strategy != "accuracy":
-            raise ValueError(f"strategy must be 'accuracy' (the only calibration provided); got {strategy!r}")
+        from ._calibration import best_threshold, check_calibration_params
         from ._inputs import pair_labels
+        check_calibration_params(strategy, min_rate, beta)
         dist = self.pair_distance(pairs_valid)
         similar = pair_labels(y_valid, dist.shape[0])
-        order = np.argsort(dist, kind="stable")
-        d_sorted, s_sorted = dist[order], similar[order]
-        # threshold below every distance (all dissimilar), then at each sorted distance
-        correct = np.concatenate([[np.sum(~s_sorted)], np.sum(~s_sorted) + np.cumsum(np.where(s_sorted, 1, -1))])
-        best = int(np.argmax(correct))
-        self.threshold_ = float(d_sorted[best - 1]) if best > 0 else float(d_sorted[0]) - 1.0
+        self.threshold_ = best_threshold(dist, similar, strategy, min_rate=min_rate, beta=beta)
         return self
 
 
-class QuadrupletsClassifierMixin:
+class QuadrupletsClassifierMixin(_TupleClassifier):
     """metric-learn's quadruplet classifier: +1 when the first pair is the closer one."""
-
-    classes_ = np.array([-1, 1])
 
     def decision_function(self, quadruplets) -> np.ndarray:
         """``pair_distance(c, d) - pair_distance(a, b)``: positive when (a, b) is the closer pair."""

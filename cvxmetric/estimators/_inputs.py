@@ -1,10 +1,11 @@
 """Input conventions of the estimators, after metric-learn's ``check_input`` and preprocessors.
 
 Weakly supervised estimators take *tuples* of points: an array of shape ``(m, k, d)`` (``k = 2``
-for pairs, 4 for quadruplets), or an integer array of shape ``(m, k)`` of indices together with a
-``preprocessor`` — an array ``X`` (a tuple of indices ``t`` stands for ``X[t]``) or a callable
-mapping an index array to the points. Supervised estimators and ``transform`` take points of
-shape ``(n, d)``, or (with a preprocessor) a 1-D array of indices.
+for pairs, 4 for quadruplets), or an array of shape ``(m, k)`` of keys together with a
+``preprocessor`` — an array ``X`` (integer keys: a tuple ``t`` stands for ``X[t]``) or a
+callable mapping a 1-D array of keys of any kind (indices, file names, ids) to the points, one
+row per key. Supervised estimators and ``transform`` take points of shape ``(n, d)``, or (with a
+preprocessor) a 1-D array of keys.
 
 The solvers need a point set and index tuples into it: :func:`canonical_tuples` builds both from
 any of the accepted forms in one way — the distinct points of the tuples (``numpy.unique``,
@@ -13,11 +14,34 @@ with a preprocessor produce bit-identical problems and results.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from cvxmetric._checks import as_data_matrix
 
-__all__ = ["check_preprocessor", "points_from", "tuples_from", "canonical_tuples", "pair_labels"]
+__all__ = ["check_preprocessor", "points_from", "tuples_from", "canonical_tuples", "pair_labels", "random_source"]
+
+#: Seeds drawn from a ``numpy.random.RandomState`` lie in ``[0, SEED_BOUND)`` (RandomState's own seed range).
+SEED_BOUND = 2 ** 32 - 1
+
+
+def random_source(random_state):
+    """What the solvers and the constraint draws take, from scikit-learn's ``random_state``.
+
+    ``None``, an int or a ``numpy.random.Generator`` are returned as given; a
+    ``numpy.random.RandomState`` gives one seed drawn from it, so a fit with
+    ``RandomState(s)`` is reproducible and advances that RandomState as scikit-learn's estimators do.
+    Call it once per ``fit`` and pass its value to every random choice of the fit.
+    """
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(SEED_BOUND))
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    raise TypeError(f"random_state must be None, an int, a numpy.random.RandomState or a numpy.random.Generator; "
+                    f"got {type(random_state).__name__}")
 
 
 class _ArrayIndexer:
@@ -41,9 +65,14 @@ def check_preprocessor(preprocessor):
                          f"to points; got {type(preprocessor).__name__} ({exc})") from exc
 
 
-def _indices(arr: np.ndarray, name: str) -> np.ndarray:
+def _keys(arr: np.ndarray, preprocessor, name: str) -> np.ndarray:
+    """The keys handed to ``preprocessor``: integer row indices for an array preprocessor; any keys
+    (file names, ids, indices) for a callable, which receives them as given."""
+    if not isinstance(preprocessor, _ArrayIndexer):
+        return arr
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} with a preprocessor must hold integer indices; got dtype {arr.dtype}")
+        raise TypeError(f"{name} with an array preprocessor must hold integer row indices; got dtype {arr.dtype} "
+                        "(a callable preprocessor takes any keys)")
     return arr.astype(np.int64)
 
 
@@ -51,7 +80,7 @@ def points_from(X, preprocessor, name: str = "X") -> np.ndarray:
     """Points ``(n, d)``: ``X`` itself, or, with a preprocessor, the points of a 1-D index array."""
     arr = np.asarray(X)
     if arr.ndim == 1 and preprocessor is not None:
-        return as_data_matrix(preprocessor(_indices(arr, name)), name)
+        return as_data_matrix(preprocessor(_keys(arr, preprocessor, name)), name)
     if arr.ndim == 1:
         raise ValueError(f"{name} is 1-D: give points of shape (n, d), or indices together with a preprocessor "
                          "(e.g. preprocessor=X_all)")
@@ -65,7 +94,7 @@ def tuples_from(tuples, size: int, preprocessor, name: str) -> np.ndarray:
     if arr.ndim == 2 and preprocessor is not None:
         if arr.shape[1] != size:
             raise ValueError(f"{name} as indices must have shape (m, {size}) ({kind}); got {arr.shape}")
-        idx = _indices(arr, name)
+        idx = _keys(arr, preprocessor, name)
         pts = np.asarray(preprocessor(idx.reshape(-1)), dtype=np.float64)
         if pts.ndim != 2 or pts.shape[0] != idx.size:
             raise ValueError(f"the preprocessor must map {idx.size} indices to {idx.size} points (an array of shape "

@@ -44,7 +44,7 @@ class BoostMetric(MetricLearner):
         Further options of the chosen solver (an option it does not take raises ValueError).
     preprocessor : array or callable, optional
         metric-learn's preprocessor: ``fit``/``transform`` then accept 1-D index arrays.
-    random_state : None, int or Generator
+    random_state : None, int, RandomState or Generator
         Unused (the solvers are deterministic); kept for scikit-learn's API.
 
     Notes

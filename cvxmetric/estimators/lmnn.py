@@ -5,6 +5,10 @@ from cvxmetric import problems
 
 from ._base import MetricLearner
 from ._labels import points_and_labels
+from ._metric_learn import check_n_components, start_metric, truncated_components, warn_ignored
+
+#: metric-learn's parameters of its gradient descent over L, with the defaults that mean "not set".
+_OPTIMISER_ONLY = {"learn_rate": None, "min_iter": None}
 
 __all__ = ["LMNN"]
 
@@ -36,10 +40,27 @@ class LMNN(MetricLearner):
         The solver's tolerance (a certified relative gap) and iteration limit; None: its defaults.
     solver_options : dict, optional
         Further options of the chosen solver (an option it does not take raises ValueError).
+    n_components : int, optional
+        Rows of ``components_``: the leading eigen-directions of the certified ``M``, so that
+        ``transform`` embeds in ``n_components`` dimensions (``get_mahalanobis_matrix`` is then the
+        best rank-``n_components`` approximation of ``M``, not an optimum of the non-convex
+        rank-constrained problem; ``certificate_`` is the full ``M``'s). None: all ``d``.
+    init : {"auto", "identity", "random", "pca", "lda"} or array (k, d)
+        metric-learn's initialisation of ``L``, used as the solver's start ``M0 = L0.T @ L0``
+        ("auto": the solver's own start). The problem is convex: the start changes the
+        iterations, not the certified optimum. Ignored by ``solver="cvxpy"``.
+    convergence_tol : float, optional
+        metric-learn's stopping tolerance, taken as ``tol`` when ``tol`` is None.
+    learn_rate, min_iter : optional
+        Step size and least iteration count of metric-learn's gradient descent over ``L``; the
+        certified convex solve has no counterpart: accepted so metric-learn's code runs, ignored
+        with one ``UserWarning`` when set.
+    verbose : bool
+        Print the solver, its iterations and the certificate after the fit.
     preprocessor : array or callable, optional
-        metric-learn's preprocessor: ``fit``/``transform`` then accept 1-D index arrays.
-    random_state : None, int or Generator
-        Unused by the deterministic LMNN solvers; kept for scikit-learn's API.
+        metric-learn's preprocessor: ``fit``/``transform`` then accept 1-D arrays of keys.
+    random_state : None, int, RandomState or Generator
+        Seed of ``init="random"``; the LMNN solvers are deterministic.
 
     Attributes
     ----------
@@ -49,7 +70,8 @@ class LMNN(MetricLearner):
     """
 
     def __init__(self, n_neighbors=3, regularization=0.5, margin=1.0, solver=None, tol=None, max_iter=None,
-                 solver_options=None, preprocessor=None, random_state=None):
+                 solver_options=None, n_components=None, init="auto", convergence_tol=None, learn_rate=None,
+                 min_iter=None, verbose=False, preprocessor=None, random_state=None):
         self.n_neighbors = n_neighbors
         self.regularization = regularization
         self.margin = margin
@@ -57,11 +79,23 @@ class LMNN(MetricLearner):
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.n_components = n_components
+        self.init = init
+        self.convergence_tol = convergence_tol
+        self.learn_rate = learn_rate
+        self.min_iter = min_iter
+        self.verbose = verbose
         self.preprocessor = preprocessor
         self.random_state = random_state
 
     def fit(self, X, y):
         """Learn the metric from points ``X`` (n, d) and class labels ``y`` (n,)."""
         X, y = points_and_labels(self, X, y)
-        return self._fit_problem(problems.LMNN(X, y, n_neighbors=self.n_neighbors,
-                                               regularization=self.regularization, margin=self.margin))
+        warn_ignored(self, _OPTIMISER_ONLY)
+        k = check_n_components(self.n_components, X.shape[1])
+        rs = self._random_source()
+        problem = problems.LMNN(X, y, n_neighbors=self.n_neighbors, regularization=self.regularization,
+                                margin=self.margin)
+        self._fit_problem(problem, rs, start=start_metric(self.init, X, y, k, rs))
+        self.components_ = truncated_components(self.components_, k)
+        return self

@@ -10,6 +10,11 @@ from cvxmetric._checks import zero_length_mask
 from ._base import MetricLearner, PairsClassifierMixin
 from ._inputs import canonical_tuples, pair_labels
 from ._labels import points_and_labels
+from ._metric_learn import start_from_metric, warn_ignored
+from ._priors import prior_matrix
+
+#: metric-learn's MMC parameter of its projection loop, with the default that means "not set".
+_MMC_OPTIMISER_ONLY = {"max_proj": None}
 from ._supervision import label_pairs
 
 __all__ = ["ITML", "ITML_Supervised", "MMC", "MMC_Supervised"]
@@ -18,7 +23,7 @@ _COMMON = """solver_options : dict, optional
         Further options of the chosen solver (an option it does not take raises ValueError).
     preprocessor : array or callable, optional
         metric-learn's preprocessor: pairs (and points) may then be given as indices.
-    random_state : None, int or Generator
+    random_state : None, int, RandomState or Generator
         Seed of every random choice (pairs drawn from labels, ITML's visiting order)."""
 
 
@@ -57,11 +62,12 @@ def _pairs_and_labels(S, D) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _ITMLBase(MetricLearner):
-    def _fit_itml(self, X, S, D, bounds):
+    def _fit_itml(self, X, S, D, bounds, random_state):
         pairs, labels = _pairs_and_labels(S, D)
-        problem = problems.ITML(X, pairs, labels, bounds=bounds, gamma=self.gamma, prior=self.prior)
+        prior = prior_matrix(self.prior, X, random_state)
+        problem = problems.ITML(X, pairs, labels, bounds=bounds, gamma=self.gamma, prior=prior)
         self.bounds_ = np.array(problem.bounds)
-        return self._fit_problem(problem)
+        return self._fit_problem(problem, random_state)
 
 
 class ITML(_PairsLearner, _ITMLBase):
@@ -80,8 +86,13 @@ class ITML(_PairsLearner, _ITMLBase):
     ----------
     gamma : float
         Slack trade-off (> 0).
-    prior : array (d, d), optional
-        The prior metric :math:`M_0` (positive definite; default the identity).
+    prior : {"identity", "covariance", "random"}, array (d, d) or None
+        The prior metric :math:`M_0` (metric-learn's names; None: the identity): ``"covariance"``
+        the inverse covariance of the distinct points of the pairs (``ITML_Supervised``: of X),
+        ``"random"`` a random positive definite matrix drawn with ``random_state``, or a positive
+        definite array. A prior that is not positive definite raises
+        :class:`~cvxmetric.estimators.SingularPriorError` (a ``numpy.linalg.LinAlgError`` and a
+        ``ValueError``).
     solver : {"bregman", "cvxpy"} or None
         Cyclic Bregman projections (default) or the exact certified cvxpy solve.
     tol, max_iter : optional
@@ -105,7 +116,7 @@ class ITML(_PairsLearner, _ITMLBase):
     def fit(self, pairs, y, bounds=None, calibration_params=None):
         """Learn from pairs and labels (+1 / -1); ``bounds = (u, l)`` on squared distances."""
         X, S, D = self._pairs_problem(pairs, y)
-        self._fit_itml(X, S, D, bounds)
+        self._fit_itml(X, S, D, bounds, self._random_source())
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
@@ -131,21 +142,43 @@ class ITML_Supervised(_ITMLBase):
     def fit(self, X, y, bounds=None):
         """Learn from points ``X`` (n, d) and labels ``y``; ``bounds = (u, l)`` on squared distances."""
         X, y = points_and_labels(self, X, y)
-        S, D = label_pairs(y, self.n_constraints, self.random_state)
+        rs = self._random_source()
+        S, D = label_pairs(y, self.n_constraints, rs)
         S = S[~zero_length_mask(X[S[:, 0]] - X[S[:, 1]], X)]
         D = D[~zero_length_mask(X[D[:, 0]] - X[D[:, 1]], X)]
         if len(S) == 0 or len(D) == 0:
             raise ValueError("every similar (or every dissimilar) pair drawn from y joins identical points; "
                              "ITML needs pairs of distinct points")
-        return self._fit_itml(X, S, D, bounds)
+        return self._fit_itml(X, S, D, bounds, rs)
 
 
 class _MMCBase(MetricLearner):
-    def _fit_mmc(self, X, S, D):
+    def _fit_mmc(self, X, S, D, random_state):
+        if self.diagonal is not False:
+            raise ValueError(f"diagonal={self.diagonal!r}: the diagonal MMC is not provided; leave diagonal=False "
+                             "(the full MMC, whose optimum over every PSD matrix includes the diagonal ones)")
+        warn_ignored(self, _MMC_OPTIMISER_ONLY)
         if len(S) == 0 or len(D) == 0:
             raise ValueError("MMC needs at least one similar and one dissimilar pair")
-        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)))
+        start = start_from_metric(self.init, X, random_state)
+        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)), random_state, start=start)
 
+
+_MMC_PARAMS = """init : {"identity", "covariance", "random"}, array (d, d) or None
+        metric-learn's initial Mahalanobis matrix, used as the solver's start ``M0`` (None: the
+        solver's own; ``"covariance"``: the inverse covariance of the points; ``"random"``: a
+        random positive definite matrix drawn with ``random_state``). The problem is convex: the
+        start changes the iterations, not the certified optimum. Ignored by ``solver="cvxpy"``.
+    diagonal : bool
+        Only False (the full MMC); ``True`` (metric-learn's diagonal MMC) raises ValueError.
+    diagonal_c : float
+        Weight of metric-learn's diagonal MMC; unused with ``diagonal=False``, as in metric-learn.
+    max_proj : optional
+        Projection count of metric-learn's optimiser: no counterpart, ignored with one
+        ``UserWarning`` when set.
+    verbose : bool
+        Print the solver, its iterations and the certificate after the fit.
+    """
 
 _MMC_DOC = r"""
 
@@ -166,10 +199,15 @@ class MMC(_PairsLearner, _MMCBase):
     solver : {"ascent", "cvxpy"} or None
     tol, max_iter : optional
         Certified relative gap and iteration limit; None: the solver's defaults.
-    """ + _COMMON)
+    """ + _MMC_PARAMS + _COMMON)
 
-    def __init__(self, solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None,
-                 random_state=None):
+    def __init__(self, solver=None, tol=None, max_iter=None, solver_options=None, init=None, diagonal=False,
+                 diagonal_c=1.0, max_proj=None, verbose=False, preprocessor=None, random_state=None):
+        self.init = init
+        self.diagonal = diagonal
+        self.diagonal_c = diagonal_c
+        self.max_proj = max_proj
+        self.verbose = verbose
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
@@ -178,7 +216,7 @@ class MMC(_PairsLearner, _MMCBase):
         self.random_state = random_state
 
     def _fit_pairs(self, X, S, D):
-        return self._fit_mmc(X, S, D)
+        return self._fit_mmc(X, S, D, self._random_source())
 
 
 class MMC_Supervised(_MMCBase):
@@ -190,10 +228,16 @@ class MMC_Supervised(_MMCBase):
         Pairs of each kind (default ``20 * n_classes**2``, metric-learn's).
     solver, tol, max_iter
         As in :class:`MMC`.
-    """ + _COMMON)
+    """ + _MMC_PARAMS + _COMMON)
 
-    def __init__(self, n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None,
-                 preprocessor=None, random_state=None):
+    def __init__(self, n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None, init=None,
+                 diagonal=False, diagonal_c=1.0, max_proj=None, verbose=False, preprocessor=None,
+                 random_state=None):
+        self.init = init
+        self.diagonal = diagonal
+        self.diagonal_c = diagonal_c
+        self.max_proj = max_proj
+        self.verbose = verbose
         self.n_constraints = n_constraints
         self.solver = solver
         self.tol = tol
@@ -205,8 +249,9 @@ class MMC_Supervised(_MMCBase):
     def fit(self, X, y):
         """Learn from points ``X`` (n, d) and class labels ``y``."""
         X, y = points_and_labels(self, X, y)
-        S, D = label_pairs(y, self.n_constraints, self.random_state)
-        return self._fit_mmc(X, S, D)
+        rs = self._random_source()
+        S, D = label_pairs(y, self.n_constraints, rs)
+        return self._fit_mmc(X, S, D, rs)
 
 
 ITML.__doc__ = ITML.__doc__.replace("{common}", _COMMON)

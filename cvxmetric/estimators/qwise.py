@@ -64,7 +64,7 @@ _DOC = r"""
         Further options of the chosen solver (an option it does not take raises ValueError).
     preprocessor : array or callable, optional
         metric-learn's preprocessor: tuples (and points) may then be given as indices.
-    random_state : None, int or Generator
+    random_state : None, int, RandomState or Generator
         Seed of every random choice (``Qwise_Supervised``: the quadruplets drawn from labels).
 """
 
@@ -73,14 +73,14 @@ class _QwiseBase(MetricLearner):
     def _solver_context(self) -> str:
         return f" with regularizer={self.regularizer!r}"
 
-    def _fit_quadruplets(self, X, idx, weights=None):
+    def _fit_quadruplets(self, X, idx, weights=None, random_state=None):
         if self.regularizer not in REGULARIZERS:
             raise ValueError(f"regularizer must be one of {REGULARIZERS}; got {self.regularizer!r}")
         if self.regularizer == "fantope":
             problem = problems.Fantope(X, idx, rank=self.rank, reg_weight=self.reg_weight,
                                        trace_weight=self.trace_weight, C_Q=self.C_Q, margin=self.margin,
                                        weights=weights)
-            return self._fit_problem(problem)
+            return self._fit_problem(problem, random_state)
         if self.rank is not None:
             raise ValueError(f"rank applies to regularizer='fantope' only; got rank={self.rank!r} with "
                              f"regularizer={self.regularizer!r} (leave rank=None)")
@@ -88,7 +88,7 @@ class _QwiseBase(MetricLearner):
             raise ValueError(f"trace_weight applies to regularizer='fantope' only (trace: use "
                              f"regularizer='trace' and reg_weight); got trace_weight={self.trace_weight!r}")
         return self._fit_problem(problems.Qwise(X, idx, regularizer=self.regularizer, reg_weight=self.reg_weight,
-                                                C_Q=self.C_Q, margin=self.margin, weights=weights))
+                                                C_Q=self.C_Q, margin=self.margin, weights=weights), random_state)
 
 
 class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
@@ -145,6 +145,7 @@ class Qwise_Supervised(_QwiseBase):
     def fit(self, X, y):
         """Learn from points ``X`` (n, d) and class labels ``y``."""
         X, y = points_and_labels(self, X, y)
-        S, D = label_pairs(y, self.n_constraints, self.random_state)
+        rs = self._random_source()
+        S, D = label_pairs(y, self.n_constraints, rs)
         m = min(len(S), len(D))
-        return self._fit_quadruplets(X, np.hstack([S[:m], D[:m]]))
+        return self._fit_quadruplets(X, np.hstack([S[:m], D[:m]]), random_state=rs)
