@@ -102,11 +102,12 @@ class BarrierPoint:
     Attributes
     ----------
     M : ndarray, shape (d, d)
-        :math:`\mu S(y)^{-1}` (PSD), the model's coordinates.
+        The PSD point: the best of :math:`\mu S(y)^{-1}`, its first-order correction and 0
+        (:func:`dual_barrier`, Notes).
     y : ndarray, shape (m,)
         Multipliers in :math:`[0, c]` with :math:`S(y) \succ 0` at the last Cholesky factorisation.
     mu : float
-        The final barrier weight; :math:`\mu (d + m)` bounds the gap of the pair.
+        The final barrier weight (:math:`\mu (d + m)` bounds the gap at an exact centre).
     newton_steps : int
         Newton steps taken.
     objective, dual_value : float
