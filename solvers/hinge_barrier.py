@@ -65,8 +65,9 @@ from typing import Optional
 import numpy as np
 import scipy.linalg
 
+from cvxmetric._checks import check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.linalg import project_psd
+from cvxmetric.linalg import project_psd, symmetrize
 from cvxmetric.models import HingeModel
 
 __all__ = ["dual_barrier", "BarrierPoint", "BARRIER_SHRINK", "CENTERING_DECREMENT", "BARRIER_GAP",
@@ -90,9 +91,11 @@ MU_FLOOR = 1e-6
 #: Newton steps after which the method returns its last pair: a self-concordant barrier needs
 #: O(sqrt(m + d) log(1/gap)) of them.
 MAX_NEWTON_STEPS = 500
-#: Backtracking: Armijo fraction and step shrink factor of the line search.
+#: Backtracking: Armijo fraction, step shrink factor, and the step below which the line search
+#: fails (the direction is then no ascent direction in floating point).
 ARMIJO = 0.25
 BACKTRACK = 0.5
+MIN_STEP = 1e-12
 
 
 @dataclass(frozen=True)
@@ -146,8 +149,8 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
     -------
     BarrierPoint or None
         The last pair (``gap`` reached or not: its ``gap`` attribute says), or None where the
-        method does not apply (q > 0, R not positive definite, no positive coefficient) or a
-        Newton system could not be solved. A start, not a result: its caller certifies.
+        method does not apply (q > 0, R not positive definite, no positive coefficient, every
+        margin 0) or a Newton system or line search failed. A start, not a result: its caller certifies.
 
     Notes
     -----
@@ -164,9 +167,11 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
+    gap = check_positive(gap, "gap")
+    max_steps = check_int_in_range(max_steps, "max_steps", 1, 10**6)
     if model.q != 0 or model.m == 0:
         return None
-    R = 0.5 * (np.asarray(model.R, dtype=np.float64) + np.asarray(model.R, dtype=np.float64).T)
+    R = symmetrize(np.asarray(model.R, dtype=np.float64))
     try:
         L = np.linalg.cholesky(R)
     except np.linalg.LinAlgError:
@@ -177,6 +182,8 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
     problem = _Dual(model, R, free)
     y = problem.interior_start(L)
     mu = float(np.abs(problem.delta) @ problem.c) / (model.d + free.size)
+    if not mu > 0:   # every margin 0: the optimum is M = 0, and nothing sets the barrier's scale
+        return None
     steps = 0
     while True:
         y, taken = problem.center(y, mu, max_steps - steps)
@@ -194,9 +201,10 @@ def _pair(model: HingeModel, problem: "_Dual", free: np.ndarray, y: np.ndarray, 
           steps: int) -> Optional[BarrierPoint]:
     """The primal-dual pair at a centre (:func:`dual_barrier`, Notes), or None where the Newton
     system is singular."""
-    direction = problem.newton_direction(y, mu)
-    if direction is None:
+    newton = problem.newton_direction(y, mu)
+    if newton is None:
         return None
+    direction = newton[0]
     L = problem.cholesky(y)
     W = scipy.linalg.cho_solve((L, True), np.eye(model.d))
     W = 0.5 * (W + W.T)
@@ -266,27 +274,28 @@ class _Dual:
         H[np.diag_indices_from(H)] += 1.0 / (y * y) + 1.0 / (slack * slack)
         return g, H
 
-    def newton_direction(self, y: np.ndarray, mu: float) -> Optional[np.ndarray]:
-        r"""The Newton direction :math:`H^{-1}\nabla\phi_\mu` at y (None where H is not positive
-        definite in floating point)."""
+    def newton_direction(self, y: np.ndarray, mu: float) -> Optional[tuple[np.ndarray, float]]:
+        r"""The Newton direction :math:`H^{-1}\nabla\phi_\mu` at y and the decrement
+        :math:`\lambda^2 = \nabla\phi_\mu^\top H^{-1}\nabla\phi_\mu`; None where H is not positive
+        definite in floating point."""
         g, H = self.barrier_derivatives(y)
+        grad = self.delta + mu * g
         try:
-            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(mu * H), self.delta + mu * g)
+            direction = scipy.linalg.cho_solve(scipy.linalg.cho_factor(mu * H), grad)
         except np.linalg.LinAlgError:
             return None
+        return direction, float(grad @ direction)
 
     def center(self, y: np.ndarray, mu: float, budget: int) -> tuple[Optional[np.ndarray], int]:
-        """Damped Newton steps on phi_mu from y until the decrement is below CENTERING_DECREMENT
-        (in units of mu); (None, steps) when ``budget`` runs out or a step cannot be taken."""
+        """Damped Newton steps on phi_mu from y until the decrement is at most
+        ``CENTERING_DECREMENT`` times mu, or ``budget`` steps: (the last point, steps taken);
+        (None, steps) where a Newton system or the line search failed."""
         value = self.barrier_value(y, mu)
         for step in range(budget):
-            g, H = self.barrier_derivatives(y)
-            grad = self.delta + mu * g
-            try:
-                direction = scipy.linalg.cho_solve(scipy.linalg.cho_factor(mu * H), grad)
-            except np.linalg.LinAlgError:
+            newton = self.newton_direction(y, mu)
+            if newton is None:
                 return None, step
-            decrement = float(grad @ direction)
+            direction, decrement = newton
             if decrement <= CENTERING_DECREMENT * mu:
                 return y, step
             s = 1.0
@@ -296,7 +305,7 @@ class _Dual:
                 if new >= value + ARMIJO * s * decrement:
                     break
                 s *= BACKTRACK
-                if s < 1e-12:
+                if s < MIN_STEP:
                     return None, step + 1
             y, value = trial, new
-        return None, budget
+        return y, budget

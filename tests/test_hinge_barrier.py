@@ -112,3 +112,23 @@ def test_bad_barrier_start(kwargs, exc, match):
 def test_not_a_model():
     with pytest.raises(TypeError, match="HingeModel"):
         dual_barrier(ConstraintSet.from_quadruplets([[0, 1, 2, 3]]))
+
+
+def test_step_budget_returns_the_last_pair_still_a_valid_bracket(case):
+    *_, model, p_star = case
+    bp = dual_barrier(model, max_steps=3)
+    assert bp.newton_steps == 3 and bp.gap > BARRIER_GAP
+    assert _rel(bp.dual_value, p_star) <= GAP_NEGATIVE_SLACK and _rel(bp.objective, p_star) >= -GAP_NEGATIVE_SLACK
+
+
+def test_zero_margins_give_no_pair():
+    X, cons, params = _instance(0)
+    flat = ConstraintSet.from_quadruplets(cons.idx, delta=0.0)
+    assert dual_barrier(qwise_model(X, flat, **params)) is None
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(gap=0.0), "gap"), (dict(max_steps=0), "max_steps")])
+def test_bad_options(kwargs, match):
+    X, cons, params = _instance(0)
+    with pytest.raises(ValueError, match=match):
+        dual_barrier(qwise_model(X, cons, **params), **kwargs)
