@@ -225,7 +225,8 @@ EMPTY_ROW_RTOL = 1e-12
 MOVE_RTOL = 1e-12
 
 #: Ruiz passes of the congruence equilibration (:func:`equilibration`), each O(m d). Measured with
-#: Qwise_Supervised's defaults on raw breast_cancer (iterations, one run each; the count swings with
+#: Qwise_Supervised's defaults on raw breast_cancer, PDHG from M = 0 (``solve_qwise(...,
+#: barrier_start=False)``; iterations, one run each; the count swings with
 #: the rounding of single factors): 4 passes 8,400, 8 passes 5,008 (capped, below), 16 passes 12,512.
 EQUILIBRATION_PASSES = 8
 #: ... and they stop once the factors of a pass move within this factor of one another (half a
@@ -235,7 +236,7 @@ EQUILIBRATION_SETTLED = math.sqrt(2.0)
 #: The congruence is used only when the equilibrating factors spread by more than this (largest
 #: over smallest, after rounding): it balances the operator's columns but turns an isotropic linear
 #: term (the trace) into a weighted one, which costs where the features share their units.
-#: Measured with Qwise_Supervised's defaults (iterations plain / equilibrated): spread 2^2-2^6 on
+#: Measured with Qwise_Supervised's defaults, PDHG from M = 0 (iterations plain / equilibrated): spread 2^2-2^6 on
 #: iris raw 96 / 208, digits raw 400 / 848, digits minmax 256 / 336 (worse); 2^11 on wine raw
 #: 59,600 / 496 and 2^13 on breast_cancer raw 89,328 / 5,008 (features in units 10^-3 to 10^3).
 EQUILIBRATION_MIN_SPREAD = 2.0 ** 8
