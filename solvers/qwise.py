@@ -1,7 +1,9 @@
 """Fast Qwise solvers: projected subgradient or PDHG (full matrix) and projected Newton (vector).
 
 Both read the same numpy model as the cvxpy formulation (:mod:`cvxmetric.models`,
-:mod:`cvxmetric.vector_model`), so their objective is the formulation's by construction.
+:mod:`cvxmetric.vector_model`), so their objective is the formulation's by construction. On few
+constraints PDHG starts from the pair of a dense barrier method on the dual
+(:mod:`cvxmetric.solvers.hinge_barrier`) and certifies it before its first step.
 """
 from __future__ import annotations
 
