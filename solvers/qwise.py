@@ -7,6 +7,8 @@ constraints PDHG starts from the pair of a dense barrier method on the dual
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from cvxmetric._checks import as_square_symmetric, check_bool, check_method_options, keyword_options
@@ -107,8 +109,10 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         ``"auto"``: up to :data:`BARRIER_START_MAX` constraints, where the model has q = 0 and R
         positive definite (trace regularizer; the barrier method needs both) and neither ``M0``
         nor ``y0`` is given. ``True`` asks for it at any size (a ValueError where it does not
-        apply). The result's ``info["barrier_newton_steps"]`` and ``info["barrier_gap"]`` say it
-        ran. False: PDHG from ``M0`` (default 0).
+        apply). Where it ran, the result's ``n_iter`` counts its Newton steps and PDHG's
+        iterations, ``info["barrier_newton_steps"]`` and ``info["pdhg_iterations"]`` each,
+        ``info["barrier_gap"]`` is the pair's relative gap, and ``time`` includes it. False: PDHG
+        from ``M0`` (default 0).
     **options
         Options of the chosen algorithm (``max_iter``, ``tol``, ``time_limit``, ``M0``, ...; PDHG
         also ``certificate_tol``, ``y0``, ...). An option the method does not read is a ValueError.
@@ -155,11 +159,14 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         M0 = np.zeros((model.d, model.d)) if M0 is None else as_square_symmetric(M0, "M0", d=model.d, psd=True)
         return solve_working_set(pool, M0, solver_name="qwise-pdhg-ws", **options)
     if method == "pdhg":
+        t0 = time.perf_counter()
         start = _barrier_start(barrier, model, options)
         if start is None:
             return pdhg(model, solver_name="qwise-pdhg", **options)
         res = pdhg(model, solver_name="qwise-pdhg", M0=start.M, y0=start.y, **options)
-        res.info.update(barrier_newton_steps=start.newton_steps, barrier_gap=start.gap)
+        res.info.update(barrier_newton_steps=start.newton_steps, barrier_gap=start.gap, pdhg_iterations=res.n_iter)
+        res.n_iter += start.newton_steps
+        res.time = time.perf_counter() - t0
         return res
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)
 
