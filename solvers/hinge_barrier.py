@@ -22,8 +22,8 @@ With :math:`c_c [t]_+ = \max_{0 \le y_c \le c_c} y_c t` and :math:`\min_{M \succ
     \max_{0 \le y_q \le C_Q w_q}\ \sum_q \delta_q y_q \quad \text{s.t.} \quad
     \lambda I + \sum_q y_q (C_{ij} - C_{kl}) \succeq 0 :
 
-the multipliers may pull the metric apart along a quadruplet's far pair only as far as the
-trace weight :math:`\lambda` pays for it. Where m is small this dual is solved to high
+the negative parts :math:`-y_q C_{kl}` may use up no more than :math:`\lambda I` and the
+positive parts provide. Where m is small this dual is solved to high
 accuracy by a dense barrier method in :math:`O(m^3 + m^2 d + d^3)` per Newton step, where PDHG on
 badly scaled data spends thousands of iterations (its primal weight must settle over orders of
 magnitude). The result is a start :math:`(M_0, y_0)` for :func:`cvxmetric.solvers.pdhg.pdhg`, whose
