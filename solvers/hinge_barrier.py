@@ -163,7 +163,9 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
     Notes
     -----
     The dual program, the barrier, its derivatives and the gap bound are in the module docstring
-    (:mod:`cvxmetric.solvers.hinge_barrier`). After each centring the primal point is the best
+    (:mod:`cvxmetric.solvers.hinge_barrier`). Where the corner :math:`y = c` is dual feasible and
+    every margin non-negative, the pair :math:`(0, c)` has a zero gap and is returned after 0
+    Newton steps (:func:`_upper_corner`). After each centring the primal point is the best
     (lowest :math:`f`) of the zero metric (optimal where the data are small against the margins),
     :math:`\mu W` and its first-order correction along the Newton direction
     :math:`\Delta y` at the centre, :math:`\Pi_{\mathbb{S}_+}(\mu (W - W K^*(\Delta y) W))`
@@ -188,6 +190,9 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
     if free.size == 0:
         return None
     problem = _Dual(model, R, free)
+    upper = _upper_corner(model, problem, free)
+    if upper is not None:
+        return upper
     y = problem.interior_start(L)
     mu = float(np.abs(problem.delta) @ problem.c) / (model.d + free.size)
     if not mu > 0:   # every margin 0: the optimum is M = 0, and nothing sets the barrier's scale
@@ -203,6 +208,21 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
                 mu * (model.d + free.size) <= MU_FLOOR * abs(point.dual_value):
             return point
         mu /= BARRIER_SHRINK
+
+
+def _upper_corner(model: HingeModel, problem: "_Dual", free: np.ndarray) -> Optional[BarrierPoint]:
+    r"""The exact pair :math:`(0, c)` where it is optimal: every margin :math:`\delta_c \ge 0` and
+    :math:`S(c) \succeq 0` (smallest eigenvalue non-negative). Then :math:`y = c` is dual feasible
+    with value :math:`\delta^\top c = \sum_c c_c [\delta_c]_+ = f(0)`, a zero gap: the data are
+    small against the margins (no metric pays for the trace it costs). Else None."""
+    if np.any(problem.delta < 0) or np.linalg.eigvalsh(problem.dual_matrix(problem.c))[0] < 0:
+        return None
+    y = np.zeros(model.m)
+    y[free] = problem.c
+    M = np.zeros((model.d, model.d))
+    objective, dual_value = model.value(M), float(problem.delta @ problem.c)
+    return BarrierPoint(M=M, y=y, mu=0.0, newton_steps=0, objective=objective, dual_value=dual_value,
+                        gap=relative_gap(objective, dual_value))
 
 
 def _pair(model: HingeModel, problem: "_Dual", free: np.ndarray, y: np.ndarray, mu: float,

@@ -76,7 +76,8 @@ def test_zero_metric_is_the_pair_where_it_is_optimal():
     X, cons, params = _instance(0)
     model = qwise_model(X * 1e-4, cons, **params)   # distances far below the margins: M = 0 is optimal
     bp = dual_barrier(model)
-    assert not np.any(bp.M) and bp.gap <= BARRIER_GAP
+    assert not np.any(bp.M) and bp.newton_steps == 0 and bp.gap <= 1e-12    # the corner y = c
+    np.testing.assert_array_equal(bp.y, model.coef)
     assert bp.objective == pytest.approx(float(model.coef @ np.maximum(model.constraints.delta, 0.0)))
 
 
