@@ -91,10 +91,12 @@ CENTERING_DECREMENT = 1e-2
 #: default ``tol`` (1e-4), so PDHG's certificate confirms the start as it is.
 BARRIER_GAP = 1e-5
 #: The method also stops once :math:`\mu (d + m)`, the gap bound at an exact centre, is below this
-#: fraction of :math:`|\delta^\top y|`: there :math:`S(y)` is as ill-conditioned as double precision
-#: allows (its smallest eigenvalues are of order :math:`\mu`); measured on Qwise_Supervised's
-#: quadruplets of raw breast_cancer: at :math:`\mu (d + m) = 10^{-6}\,\delta^\top y` the condition
-#: number of S was ~4e13 and the pair's gap rose to 3.6e-5, from 7.3e-6 at 1e-5.
+#: fraction of :math:`|\delta^\top y|` (and returns its pair): the smallest eigenvalues of
+#: :math:`S(y)` are of order :math:`\mu`, and the next centring would be beyond double precision.
+#: Measured on Qwise_Supervised's default quadruplets of raw breast_cancer and on a second draw of
+#: 80: the condition number of S was 3.5e12 at :math:`\mu (d + m) = 10^{-5}\,\delta^\top y` and
+#: 3.5e13 at 1e-6 (pair gaps 9.5e-7 and 7.3e-7 there); the centring for 1e-7 failed on both (the
+#: line search found no ascent).
 MU_FLOOR = 1e-6
 #: Newton steps after which the method returns its last pair: a self-concordant barrier needs
 #: O(sqrt(m + d) log(1/gap)) of them.
@@ -171,9 +173,9 @@ def dual_barrier(model: HingeModel, *, gap: float = BARRIER_GAP,
     :math:`\Delta y` at the centre, :math:`\Pi_{\mathbb{S}_+}(\mu (W - W K^*(\Delta y) W))`
     (:math:`\mu S(y + \Delta y)^{-1}` to first order; the dual-scaling primal of Benson, Ye & Zhang,
     SIAM J. Optim. 10, 2000): an inexact centre leaves :math:`\mu W` off by the Newton residual,
-    which the correction removes to first order. Measured on Qwise_Supervised's quadruplets of raw
-    breast_cancer (d = 30, m = 80), at :math:`\mu (d + m) = 10^{-5}\,\delta^\top y`:
-    relative gap 1.5e-4 with :math:`\mu W`, 7.3e-6 corrected.
+    which the correction removes to first order. Measured on Qwise_Supervised's default
+    quadruplets of raw breast_cancer (d = 30, m = 80), at :math:`\mu (d + m) = 10^{-5}\,\delta^\top y`:
+    relative gap 1.4e-3 with :math:`\mu W`, 9.6e-6 corrected (at 1e-6: 8.9e-3 and 1.1e-6).
     """
     if not isinstance(model, HingeModel):
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
