@@ -225,7 +225,8 @@ EMPTY_ROW_RTOL = 1e-12
 MOVE_RTOL = 1e-12
 
 #: Ruiz passes of the congruence equilibration (:func:`equilibration`), each O(m d). Measured with
-#: Qwise_Supervised's defaults on raw breast_cancer (iterations, one run each; the count swings with
+#: Qwise_Supervised's defaults on raw breast_cancer, PDHG from M = 0 (``solve_qwise(...,
+#: barrier_start=False)``; iterations, one run each; the count swings with
 #: the rounding of single factors): 4 passes 8,400, 8 passes 5,008 (capped, below), 16 passes 12,512.
 EQUILIBRATION_PASSES = 8
 #: ... and they stop once the factors of a pass move within this factor of one another (half a
@@ -235,7 +236,7 @@ EQUILIBRATION_SETTLED = math.sqrt(2.0)
 #: The congruence is used only when the equilibrating factors spread by more than this (largest
 #: over smallest, after rounding): it balances the operator's columns but turns an isotropic linear
 #: term (the trace) into a weighted one, which costs where the features share their units.
-#: Measured with Qwise_Supervised's defaults (iterations plain / equilibrated): spread 2^2-2^6 on
+#: Measured with Qwise_Supervised's defaults, PDHG from M = 0 (iterations plain / equilibrated): spread 2^2-2^6 on
 #: iris raw 96 / 208, digits raw 400 / 848, digits minmax 256 / 336 (worse); 2^11 on wine raw
 #: 59,600 / 496 and 2^13 on breast_cancer raw 89,328 / 5,008 (features in units 10^-3 to 10^3).
 EQUILIBRATION_MIN_SPREAD = 2.0 ** 8
@@ -893,7 +894,9 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     M0 : array_like, shape (d, d), optional
         PSD primal start (default 0).
     y0 : array_like, shape (m,), optional
-        Dual start in :math:`[0, c]` (default 0): the hinge multipliers.
+        Dual start in :math:`[0, c]` (default 0): the hinge multipliers. A given ``y0`` makes the
+        start ``(M0, y0)`` scored and certified before the first step (one check): a start the
+        stopping rule accepts is returned after 0 iterations.
     max_iter : int
         Iteration limit (rejected adaptive steps count); hitting it (or ``time_limit``) issues a
         :class:`~cvxmetric.exceptions.ConvergenceWarning`.
@@ -992,7 +995,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
                                 equilibration(model) if equilibrate else None)
     return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
-                callback, warn, state.t_start)
+                callback, warn, state.t_start, check_start=y0 is not None)
 
 
 def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_weight=None,
@@ -1037,11 +1040,17 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
 
 
 def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
-         callback, warn, t_start) -> SolverResult:
-    """The iteration of :func:`pdhg` from ``state``: at most ``max_iter`` more iterations."""
+         callback, warn, t_start, check_start: bool = False) -> SolverResult:
+    """The iteration of :func:`pdhg` from ``state``: at most ``max_iter`` more iterations;
+    ``check_start``: score and certify the start first (a given start that the stopping rule
+    accepts is returned after 0 iterations)."""
     robust = state.model.has_certificate
     stop_reason, stopped_by = "max_iter", None
     stop_at = state.n_iter + max_iter
+    if check_start:
+        stopped_by = state.converged(state.check(tol, callback)[0], tol, certificate_tol, robust)
+        if stopped_by is not None:
+            stop_at, stop_reason = state.n_iter, "converged"
     while state.n_iter < stop_at:
         if not state.step():
             continue

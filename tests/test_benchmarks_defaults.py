@@ -25,3 +25,8 @@ def test_write_table_replaces_its_own_section_only(tmp_path):
     assert text.count("<!-- benchmark:defaults:start -->") == 1
     assert "| x | 2 |" in text and "| x | 1 |" not in text
     assert "numpy" in text and "python -m benchmarks.defaults" in text
+
+
+def test_qwise_row_counts_the_barrier_newton_steps():
+    row = defaults.run_row(("Qwise_Supervised", "iris", "standard"))
+    assert row.certified and row.n_iter.endswith(" Newton + 0"), row

@@ -39,7 +39,9 @@ from cvxmetric.solvers.itml import bregman_itml
 from cvxmetric.solvers.mmc import mmc_ascent
 from cvxmetric.solvers.newton import projected_newton
 from cvxmetric.solvers.orml import orml_pursuit
-from cvxmetric.solvers.pdhg import pdhg
+from cvxmetric.solvers.hinge_barrier import dual_barrier
+from cvxmetric.solvers.pdhg import DEFAULT_TOL, pdhg
+from cvxmetric.solvers.qwise import BARRIER_START_GAP
 from cvxmetric.solvers.result import MEASURES, SolverResult
 from cvxmetric.solvers.subgradient import projected_subgradient
 
@@ -66,6 +68,12 @@ def _boost(loss):
     return boostmetric_instance("iris", loss, n=24, seed=0)
 
 
+def _pdhg_from_barrier(model, **options):
+    """What ``solve_qwise(method="pdhg")`` runs on few constraints: PDHG from the dual barrier pair."""
+    start = dual_barrier(model, gap=BARRIER_START_GAP * DEFAULT_TOL)
+    return pdhg(model, M0=start.M, y0=start.y, **options)
+
+
 def _cases():
     """(facade call, direct call of the wrapped algorithm on the model, the model's value function)."""
     X, cons = _qwise_data()
@@ -80,7 +88,9 @@ def _cases():
         "qwise/subgradient": (lambda: solvers.solve_qwise(X, cons, method="subgradient", max_iter=300),
                               lambda: projected_subgradient(hinge, max_iter=300), hinge.value),
         "qwise/pdhg": (lambda: solvers.solve_qwise(X, cons, method="pdhg", max_iter=300),
-                       lambda: pdhg(hinge, max_iter=300), hinge.value),
+                       lambda: _pdhg_from_barrier(hinge, max_iter=300), hinge.value),
+        "qwise/pdhg-cold": (lambda: solvers.solve_qwise(X, cons, method="pdhg", barrier_start=False, max_iter=300),
+                            lambda: pdhg(hinge, max_iter=300), hinge.value),
         "qwise_vector/newton": (lambda: solvers.solve_qwise_vector(X, cons, diagonal=False, method="newton"),
                                 lambda: projected_newton(vm), None),
         "fantope/mm": (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **f_inst.params, method="mm",
