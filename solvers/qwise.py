@@ -24,7 +24,7 @@ from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
 from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ModelPool, solve_working_set
 
-__all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_METHODS", "AUTO_WORKING_SET_MIN",
+__all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_METHODS",
            "BARRIER_START_MAX", "BARRIER_START_GAP"]
 
 #: Full-matrix algorithms of :func:`solve_qwise` and the options each reads: the thesis' projected
@@ -37,15 +37,6 @@ QWISE_METHODS = {
 
 #: What ``method="pdhg", working_set=True`` reads (:data:`~cvxmetric.solvers.working_set.WORKING_SET_OPTIONS`).
 QWISE_WORKING_SET_METHODS = {"pdhg": WORKING_SET_OPTIONS}
-
-#: ``method="pdhg", working_set="auto"`` (the default) runs on a working set from this many
-#: constraints on. Measured (``python -m benchmarks.working_set``, d = 50, trace regularizer, one
-#: BLAS thread, time to a certified 1e-4, plain PDHG / working set in one run, machine loaded):
-#: 10^4 quadruplets on 8,000 points 1.03x (about 45 % of the constraints are near the margin at the
-#: optimum, and the operators' cost there is mostly the points' O(n d^2), which a working set does
-#: not shrink); 3 x 10^4 on 2,000 points 1.72x; 10^5 on 2,000 points
-#: 2.18x. Below it, plain PDHG: the same certificate, no rounds.
-AUTO_WORKING_SET_MIN = 30_000
 
 #: ``method="pdhg", barrier_start="auto"`` (the default) starts plain PDHG from the pair of the
 #: dense dual barrier method (:func:`cvxmetric.solvers.hinge_barrier.dual_barrier`) up to this many
@@ -66,7 +57,7 @@ QWISE_VECTOR_METHODS = {"newton": keyword_options(projected_newton, exclude=ENGI
 
 def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_Q: float = 1.0,
                 C_P: float = 1.0, reg_weight: float = 1.0, pull_pairs=None, method: str = "subgradient",
-                working_set="auto", barrier_start="auto", **options) -> SolverResult:
+                working_set: bool = False, barrier_start="auto", **options) -> SolverResult:
     r"""Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
 
     Parameters
@@ -87,20 +78,18 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     method : {"subgradient", "pdhg"}
         ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`;
         ``"pdhg"``: restarted PDHG, :func:`cvxmetric.solvers.pdhg.pdhg`.
-    working_set : bool or "auto"
+    working_set : bool
         With ``method="pdhg"``: run PDHG on a working set of the constraints near or past the
         margin, certified on the full set (:func:`cvxmetric.solvers.working_set.solve_working_set`:
         ``ws_slack``, ``drop_after``, ``round_iter``, ``max_rounds``, ``max_add``, ``max_iter``
         (total PDHG iterations), ``tol``, ``certificate_tol``, ``time_limit``, ``callback``, ``M0``
         (default 0) and the rest passed to each PDHG round; ``solver == "qwise-pdhg-ws"``). Its
-        cost per iteration follows the working set, not the number of constraints, and its
-        certificate is the full problem's, as strict as plain PDHG's. It pays when the operators'
-        cost grows with the constraints and a fraction of them is near the margin at the optimum
-        (many constraints on fewer points); ``"auto"`` uses it with ``method="pdhg"`` from
-        :data:`AUTO_WORKING_SET_MIN` constraints on (measured there; below, plain PDHG is as fast),
-        unless an option only plain PDHG reads is given (``y0``, ``warn``): then plain PDHG. The
-        result's ``solver`` says which ran; its ``callback`` is called per check (plain) or per
-        round (working set).
+        cost per iteration follows the working set, and its certificate is the full problem's, as
+        strict as plain PDHG's. Not the default: plain PDHG was measured as fast or faster from
+        10^4 to 10^6 constraints (``python -m benchmarks.working_set``, d = 50, one BLAS thread,
+        time to a certified 1e-4, plain / working set: 0.99x, 0.93x, 1.03x, 0.67x), the working
+        set needing more PDHG iterations (176-208 against 112-144) for a smaller operator. Its
+        ``callback`` is called per round.
     barrier_start : bool or "auto"
         With plain PDHG (``method="pdhg"``, no working set): start from the primal-dual pair of
         the dense barrier method on the dual (:func:`cvxmetric.solvers.hinge_barrier.dual_barrier`,
@@ -143,11 +132,10 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     units orders of magnitude apart (:func:`cvxmetric.solvers.pdhg.equilibration`, with the trace
     and pull regularizers); the answer is the same program's.
     """
-    ws, why = _use_working_set(working_set, method, constraints, options)
+    ws = _use_working_set(working_set, method)
     ws_only = sorted(set(options) & (WORKING_SET_OPTIONS - QWISE_METHODS["pdhg"]))
     if ws_only and not ws:
-        chose = f" (working_set='auto' chose plain PDHG: {why})" if why else ""
-        raise ValueError(f"{', '.join(ws_only)} apply to method='pdhg' with working_set=True only{chose}")
+        raise ValueError(f"{', '.join(ws_only)} apply to method='pdhg' with working_set=True only")
     method = check_method_options("solve_qwise", method, options,
                                   QWISE_WORKING_SET_METHODS if ws else QWISE_METHODS)
     barrier = _check_barrier_start(barrier_start, method, ws)
@@ -203,25 +191,14 @@ def _barrier_start(mode, model, options):
     return start
 
 
-def _use_working_set(working_set, method, constraints, options) -> tuple[bool, str]:
-    """``working_set`` resolved, and why ``"auto"`` chose plain PDHG ("" otherwise): True, False,
-    or ``"auto"``: PDHG from :data:`AUTO_WORKING_SET_MIN` constraints on, unless an option that
-    applies to plain PDHG only (``y0``, ``warn``, ...) is given."""
-    if isinstance(working_set, str) and working_set == "auto":
-        if method != "pdhg" or not isinstance(constraints, ConstraintSet):
-            return False, ""
-        if len(constraints) < AUTO_WORKING_SET_MIN:
-            return False, f"fewer than {AUTO_WORKING_SET_MIN} constraints"
-        plain_only = sorted(set(options) & (QWISE_METHODS["pdhg"] - WORKING_SET_OPTIONS))
-        if plain_only:
-            return False, f"{', '.join(plain_only)} apply to plain PDHG only"
-        return True, ""
+def _use_working_set(working_set, method) -> bool:
+    """``working_set`` validated: True or False, True with ``method="pdhg"`` only."""
     if not isinstance(working_set, (bool, np.bool_)):
-        raise TypeError(f"working_set must be True, False or 'auto'; got {working_set!r}")
+        raise TypeError(f"working_set must be True or False; got {working_set!r}")
     ws = bool(working_set)
     if ws and method != "pdhg":
         raise ValueError(f"working_set=True applies to method='pdhg' only; got method={method!r}")
-    return ws, ""
+    return ws
 
 
 def solve_qwise_vector(X, constraints: ConstraintSet, *, diagonal: bool = True, C_Q: float = 1.0,

@@ -67,7 +67,7 @@ def test_estimator_verify_reads_the_harness_thresholds(solver, monkeypatch):
 
 
 def test_verify_holds_a_working_set_result_to_its_own_row(monkeypatch):
-    """Qwise(solver="pdhg") runs PDHG on a working set for large m (working_set="auto"); verify()
+    """Qwise(solver="pdhg", solver_options={"working_set": True}) runs PDHG on a working set; verify()
     then applies the qwise-pdhg-ws row's thresholds (gap checked, KKT reported), not plain PDHG's."""
     import dataclasses
 

@@ -184,7 +184,7 @@ def test_qwise_working_set_options():
     inst = get_instance("qwise", "syn-d5")
     with pytest.raises(ValueError, match="working_set=True applies to method='pdhg'"):
         solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
-    with pytest.raises(TypeError, match="working_set must be True, False or 'auto'"):
+    with pytest.raises(TypeError, match="working_set must be True or False"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
     with pytest.raises(ValueError, match="ws_slack"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, ws_slack=-1.0, **inst.params)
@@ -266,44 +266,22 @@ def test_working_set_runs_one_pdhg_state_across_rounds():
     assert gaps[-1] == res.info["certified_gap"] <= res.tol
 
 
-def test_auto_working_set_follows_the_constraint_threshold(monkeypatch):
-    """working_set="auto" (the default) picks the working set with PDHG from AUTO_WORKING_SET_MIN
-    constraints on, plain PDHG below, and never for the subgradient method; bad values are errors."""
-    import cvxmetric.solvers.qwise as qw
-
+def test_working_set_is_asked_for_and_only_with_pdhg():
+    """Plain PDHG is the default (measured as fast or faster, benchmarks.working_set); the working
+    set runs when asked for, with PDHG only; its options without it, and bad values, are errors."""
     inst = get_instance("qwise", "syn-d5")
-    m = len(inst.constraints)
-    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", m)
-    assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg-ws"
-    assert solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=False,
-                       **inst.params).solver == "qwise-pdhg"
-    with pytest.warns(ConvergenceWarning):
-        assert solve_qwise(inst.X, inst.constraints, max_iter=5, **inst.params).solver == "qwise-subgradient"
-    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", m + 1)
     assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg"
-    with pytest.raises(ValueError, match="working_set='auto' chose plain PDHG"):
+    assert solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True,
+                       **inst.params).solver == "qwise-pdhg-ws"
+    with pytest.raises(ValueError, match="drop_after apply to method='pdhg' with working_set=True only"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", drop_after=1, **inst.params)
-    with pytest.raises(TypeError, match="working_set must be True, False or 'auto'"):
-        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
+    with pytest.raises(TypeError, match="working_set must be True or False"):
+        solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="auto", **inst.params)
     with pytest.raises(ValueError, match="applies to method='pdhg' only"):
         solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
-
-
-def test_auto_runs_plain_pdhg_when_an_option_only_plain_pdhg_reads_is_given(monkeypatch):
-    """Above the threshold, "auto" would pick the working set; y0 / warn are read by plain PDHG only,
-    so "auto" then runs plain PDHG (the result's solver says which ran) instead of rejecting them."""
-    import cvxmetric.solvers.qwise as qw
-
-    inst = get_instance("qwise", "syn-d5")
-    monkeypatch.setattr(qw, "AUTO_WORKING_SET_MIN", 1)
     y0 = np.zeros(len(inst.constraints))
-    assert solve_qwise(inst.X, inst.constraints, method="pdhg", y0=y0, **inst.params).solver == "qwise-pdhg"
-    assert solve_qwise(inst.X, inst.constraints, method="pdhg", warn=False, **inst.params).solver == "qwise-pdhg"
     with pytest.raises(ValueError, match="y0"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, y0=y0, **inst.params)
-    # a working-set option beside them: the message names the option that made "auto" choose plain PDHG
-    with pytest.raises(ValueError, match=r"chose plain PDHG: y0 apply to plain PDHG only"):
-        solve_qwise(inst.X, inst.constraints, method="pdhg", y0=y0, max_add=10, **inst.params)
 
 
 @pytest.mark.parametrize("call", ["qwise", "lmnn", "loop"])

@@ -56,8 +56,8 @@ class Qwise(Problem):
 
     name = "qwise"
     methods = ("pdhg", "subgradient")
-    # solve_qwise(method="pdhg") runs PDHG on a working set for large m (working_set="auto"): its
-    # result is held to the harness' working-set row
+    # solve(method="pdhg", working_set=True) runs PDHG on a working set: its result is held to the
+    # harness' working-set row
     result_variants = {"qwise-pdhg-ws": "pdhg-ws"}
     data_keys = ("X", "quadruplets")
     optional_data_keys = ("weights",)

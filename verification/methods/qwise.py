@@ -10,7 +10,7 @@ from ..registry import FastSolver, MethodSpec, Thresholds
 from ..tolerances import GAP_FIRST_ORDER, GAP_NEWTON, KKT_FAST_FIRST_ORDER, KKT_FAST_NEWTON
 
 #: The thresholds of Qwise's full-matrix solvers (``solve_qwise(method=...)``; "pdhg-ws" is PDHG on
-#: a working set, the result ``qwise-pdhg-ws``, which ``working_set="auto"`` picks for large m). The
+#: a working set, ``working_set=True``, the result ``qwise-pdhg-ws``). The
 #: fast-point KKT residual of the subgradient engine and of the working set is reported, not
 #: checked (tolerances.KKT_FAST_FIRST_ORDER; the working set's reason is at its row below).
 TOLERANCES = {"subgradient": Thresholds(GAP_FIRST_ORDER, None),
