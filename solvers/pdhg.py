@@ -127,8 +127,9 @@ import numpy as np
 from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
 from cvxmetric.hinge import GATHER_CHUNK
+from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR, REPAIR_STEPS
 from cvxmetric.linalg import project_psd, symmetrize
-from cvxmetric.models import POLISH_FREE_FACTOR, REPAIR_STEPS, HingeCongruence, HingeModel
+from cvxmetric.models import HingeCongruence, HingeModel
 
 from .result import SolverResult, make_result
 
@@ -242,7 +243,7 @@ EQUILIBRATION_SETTLED = math.sqrt(2.0)
 EQUILIBRATION_MIN_SPREAD = 2.0 ** 8
 #: The factors are capped at this spread: the twin's linear term D R D then has a condition number
 #: at most its square times R's (2^26 ~ 7e7, within the certificate's positive-definiteness test
-#: PD_RTOL = 1e-10 of cvxmetric.models for a well-conditioned R). Uncapped, breast_cancer raw
+#: PD_RTOL = 1e-10 of cvxmetric.hinge_certificates for a well-conditioned R). Uncapped, breast_cancer raw
 #: spread 2^17 and its twin's trace term lost the certificate (its R' read as singular).
 EQUILIBRATION_MAX_SPREAD = 2.0 ** 13
 

@@ -86,11 +86,11 @@ def test_certificate_on_the_data_span_with_constant_features():
 
 def _plain_repair(model, y, KTy, span, steps):
     """The targeted repair as written in the Notes of ``dual_bound``: every row, one (m, J) array."""
-    from cvxmetric.models import EIG_ROUNDOFF, REPAIR_OVERSHOOT
+    from cvxmetric.hinge_certificates import EIG_ROUNDOFF, REPAIR_OVERSHOOT, restrict
 
     y = y.copy()
     for _ in range(steps):
-        lam, V = np.linalg.eigh(span.R_s + model._restrict(span.U, KTy))
+        lam, V = np.linalg.eigh(span.R_s + restrict(span.U, KTy))
         neg = lam < -EIG_ROUNDOFF * float(np.max(np.abs(lam)))
         if not np.any(neg):
             break
@@ -114,8 +114,10 @@ def test_repair_over_the_support_in_blocks_is_the_plain_repair():
     y = np.where(rng.random(model.m) < 0.4, 0.0, rng.random(model.m) * model.coef)
     span = model._span()
     KTy = model.geometry.weighted_sum(y)
-    lam0 = np.linalg.eigvalsh(span.R_s + model._restrict(span.U, KTy))
-    fast, _, _ = model._repair(y, KTy, span, 10, lam0)
+    from cvxmetric.hinge_certificates import _repair, restrict
+
+    lam0 = np.linalg.eigvalsh(span.R_s + restrict(span.U, KTy))
+    fast, _, _ = _repair(model, y, KTy, span, 10, lam0)
     plain = _plain_repair(model, y, KTy, span, 10)
     assert np.all(fast[y == 0] == 0) and np.linalg.norm(fast - plain) <= 1e-10 * np.linalg.norm(plain)
     assert not np.allclose(fast, y)   # the repair did something

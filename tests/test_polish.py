@@ -14,7 +14,8 @@ import pytest
 from cvxmetric.certificates import relative_gap
 from cvxmetric.hinge import QuadrupletGeometry
 from cvxmetric.instances.qwise import synthetic_qwise
-from cvxmetric.models import EIG_ROUNDOFF, HingeModel, qwise_model
+from cvxmetric.hinge_certificates import EIG_ROUNDOFF
+from cvxmetric.models import HingeModel, qwise_model
 from cvxmetric.solvers.pdhg import pdhg, start_state
 
 
@@ -119,7 +120,7 @@ def test_on_the_data_span():
     U, k = d - 1), and so does the polish. Its multipliers are exactly dual feasible there and
     certify within 1e-4 of p*, and its equations are those of Q = U E (checked at random y:
     E(y) = E(0) + B^T y)."""
-    from cvxmetric.models import _complementarity_vector
+    from cvxmetric.hinge_certificates import _complementarity_rows, _complementarity_vector
 
     inst = synthetic_qwise(8, 3, 300, 2000, seed=5)
     X = np.hstack([inst.X, np.ones((inst.X.shape[0], 1))])
@@ -136,7 +137,7 @@ def test_on_the_data_span():
     assert plan.Q.shape == (9, 8) and np.allclose(plan.Q.T @ plan.Q, np.eye(8), atol=1e-12)
     rng = np.random.default_rng(0)
     rows = rng.choice(model.m, 50, replace=False)
-    B = model._complementarity_rows(rows, plan.Q, plan.r)
+    B = _complementarity_rows(model, rows, plan.Q, plan.r)
     y = np.zeros(model.m)
     y[rows] = rng.random(50)
 
@@ -166,7 +167,7 @@ def test_difference_vectors_of_subsets_and_extensions():
 def test_single_precision_pass_gives_the_double_precision_multipliers(near_solution, monkeypatch):
     """The Gram matrix is factored in float32 and the last round refined in float64: the same
     multipliers as the double-precision pass, up to the refinement's tolerance."""
-    import cvxmetric.models as mod
+    import cvxmetric.hinge_certificates as mod
 
     model, M, y, _, _ = near_solution
     passes = []
@@ -191,7 +192,7 @@ def test_single_precision_pass_gives_the_double_precision_multipliers(near_solut
 def test_single_precision_pass_hands_an_ill_conditioned_system_to_double():
     """Equations whose Gram matrix has condition ~1e12: the single-precision pass cannot refine to
     its tolerance and says so (None); the polish then gives the double-precision pass's answer."""
-    from cvxmetric.models import _clamped_least_change, _clamped_rounds
+    from cvxmetric.hinge_certificates import _clamped_least_change, _clamped_rounds
 
     rng = np.random.default_rng(0)
     B = rng.standard_normal((200, 40)) * np.logspace(0, -6, 40)
@@ -214,7 +215,7 @@ def test_single_precision_pass_hands_an_ill_conditioned_system_to_double():
 def test_single_precision_pass_at_any_scale(a):
     """Equations scaled far beyond float32's range (B -> a B, e0 -> a e0: the same solution): the
     single-precision pass works on B / max|B|, so it neither overflows nor underflows."""
-    from cvxmetric.models import _clamped_rounds
+    from cvxmetric.hinge_certificates import _clamped_rounds
 
     rng = np.random.default_rng(1)
     B = rng.standard_normal((300, 60))
