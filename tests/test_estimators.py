@@ -140,6 +140,20 @@ def test_verify_passes_for_the_exact_solver(fitted, name):
     assert row["passed"], ({k: v for k, v in row["checks"].items() if not v["passed"]}, row["errors"])
 
 
+def test_lmnn_with_a_class_of_exactly_n_neighbors_points(small):
+    """A class of n_neighbors points (its points take the others as targets) fits, certified, and the
+    default and exact solvers agree; verify() passes."""
+    X, y = small
+    keep = np.flatnonzero(y != 2)
+    keep = np.concatenate([keep, np.flatnonzero(y == 2)[:3]])   # class 2 keeps 3 points
+    Xs, ys = X[keep], y[keep]
+    fast, exact = LMNN().fit(Xs, ys), LMNN(solver="cvxpy").fit(Xs, ys)
+    for est in (fast, exact):
+        assert est.certificate_.certified, est.certificate_.message
+    assert abs(relative_difference(fast.certificate_.objective, exact.certificate_.objective)) <= AGREEMENT_RTOL
+    assert fast.verify()["passed"]
+
+
 def test_verify_fails_an_uncertified_fit(small):
     """verify() can fail: a fit stopped early is not converged and its gap to p* is large."""
     X, y = small
