@@ -132,6 +132,8 @@ def _check_targets(targets, y: np.ndarray, n_neighbors: int) -> np.ndarray:
     if T.size and (T.min() < NO_TARGET or T.max() >= n):
         raise ValueError(f"targets must index the {n} points (0 .. {n - 1}) or be {NO_TARGET} (no target)")
     real = T != NO_TARGET
+    if not real.any():
+        raise ValueError(f"targets lists no target pair (every entry is {NO_TARGET}); give some point a target")
     if np.any(real[:, 1:] & ~real[:, :-1]):
         raise ValueError(f"targets must list a point's targets first and pad the row's end with {NO_TARGET}")
     i, r = np.nonzero(real)

@@ -473,7 +473,7 @@ def test_search_targets_given_and_checked():
     padded_first = s.targets.copy()
     padded_first[0, 0] = -1
     for bad in (s.targets[:, :1], s.targets.astype(float), np.zeros_like(s.targets),
-                np.roll(s.targets, 6, axis=0), padded_first, s.targets - 2):
+                np.roll(s.targets, 6, axis=0), padded_first, s.targets - 2, np.full_like(s.targets, -1)):
         with pytest.raises(ValueError, match="targets"):
             ImpostorSearch(X, y, 2, targets=bad)
 
