@@ -51,6 +51,7 @@ from threadpoolctl import threadpool_limits
 
 from cvxmetric.datasets import load_dataset
 from cvxmetric.exceptions import ConvergenceWarning
+from cvxmetric.generators import NO_TARGET
 from cvxmetric.instances.mmc import mmc_pairs
 from cvxmetric.lmnn import ImpostorSearch
 from cvxmetric.linalg import psd_factor
@@ -134,6 +135,8 @@ def brute_force_lmnn(search: ImpostorSearch, M: np.ndarray, regularization: floa
     Z = search.X @ L.T
     T, y, n = search.targets, search.y, search.n
     dt = np.einsum("ikr,ikr->ik", Z[:, None, :] - Z[T], Z[:, None, :] - Z[T])
+    missing = T == NO_TARGET   # a point of a small class has fewer targets
+    dt[missing] = -np.inf      # and those slots are violated by no impostor
     total, count = 0.0, 0
     for s in range(0, n, chunk):
         rows = np.arange(s, min(n, s + chunk))
@@ -145,7 +148,7 @@ def brute_force_lmnn(search: ImpostorSearch, M: np.ndarray, regularization: floa
             viol = (marg > 0) & other
             total += float(marg[viol].sum())
             count += int(viol.sum())
-    return regularization * float(dt.sum()) + (1.0 - regularization) * total, count
+    return regularization * float(dt[~missing].sum()) + (1.0 - regularization) * total, count
 
 
 def lmnn_rows(data: Split) -> list[dict]:

@@ -18,6 +18,8 @@ from .tolerances import ZERO_LENGTH_RTOL
 __all__ = [
     "pairs_from_labels",
     "target_neighbors",
+    "target_pairs",
+    "NO_TARGET",
     "lmnn_constraints",
     "quadruplets_from_metric",
     "relative_attribute_quadruplets",
@@ -79,19 +81,34 @@ def pairs_from_labels(y, *, n_similar: int, n_dissimilar: int, u: float, l: floa
     return ConstraintSet.concatenate(*sets)
 
 
+#: Entry of :func:`target_neighbors`' array where a point has no further target neighbour (its
+#: class has ``n_neighbors`` or fewer points); never a valid row index.
+NO_TARGET = -1
+
+
 def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
     r"""The ``n_neighbors`` nearest same-class neighbours of every point (Euclidean, fixed; LMNN).
 
     Returns
     -------
     ndarray of int, shape (n, n_neighbors)
-        Row ``i`` lists the targets of point ``i``, nearest first (ties broken by index).
+        Row ``i`` lists the targets of point ``i``, nearest first (ties broken by index), padded
+        at the end with :data:`NO_TARGET` when the class is too small.
 
     Raises
     ------
     ValueError
-        If ``n_neighbors < 1`` or some class has ``n_neighbors`` or fewer members, or there is a
-        single class.
+        If ``n_neighbors < 1``, there is a single class, or every class has a single point (no
+        target pair at all).
+
+    Notes
+    -----
+    A point of a class of :math:`n_c` points takes :math:`k_i = \min(k, n_c - 1)` targets
+    (:math:`k` = ``n_neighbors``): a target is another point of the class, so a class of exactly
+    :math:`k` points gives each point the :math:`k - 1` others, and a point alone in its class has
+    no target and acts only as an impostor of the other classes. (metric-learn 0.7.0 instead
+    accepts classes of at least :math:`k` points and, in a class of exactly :math:`k`, makes each
+    point its own farthest target, a zero-length pair.)
     """
     k = n_neighbors
     X = as_data_matrix(X)
@@ -99,22 +116,33 @@ def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
     members = _class_members(y)
     if len(members) < 2:
         raise ValueError("y has a single class; LMNN needs at least two classes for impostors")
-    smallest = min(len(v) for v in members.values())
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"n_neighbors must be an integer; got {k!r} ({type(k).__name__})")
-    if not 1 <= k < smallest:
-        raise ValueError(
-            f"n_neighbors must be in [1, {smallest - 1}] (smallest class has {smallest} points); got n_neighbors={k}"
-        )
-    out = np.empty((X.shape[0], k), dtype=np.int64)
+    if k < 1:
+        raise ValueError(f"n_neighbors must be at least 1; got n_neighbors={k}")
+    if max(len(v) for v in members.values()) < 2:
+        raise ValueError("every class of y has a single point, so LMNN has no target pair; give some class "
+                         "at least two points")
+    out = np.full((X.shape[0], k), NO_TARGET, dtype=np.int64)
     for idx in members.values():
         Z = X[idx]
         sq = np.einsum("ij,ij->i", Z, Z)
         D = sq[:, None] + sq[None, :] - 2 * Z @ Z.T
         np.fill_diagonal(D, np.inf)
-        order = np.argsort(D, axis=1, kind="stable")[:, :k]
-        out[idx] = idx[order]
+        k_c = min(k, idx.size - 1)
+        order = np.argsort(D, axis=1, kind="stable")[:, :k_c]
+        out[idx, :k_c] = idx[order]
     return out
+
+
+def target_pairs(T: np.ndarray) -> np.ndarray:
+    """The pairs ``(i, j)``, ``j`` a target of ``i``, of a :func:`target_neighbors` array (shape (p, 2)).
+
+    Ordered by ``i`` then rank; the :data:`NO_TARGET` padding is left out.
+    """
+    n, k = T.shape
+    pairs = np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
+    return pairs[pairs[:, 1] != NO_TARGET]
 
 
 def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, margin: float = 1.0):
@@ -122,12 +150,14 @@ def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, mar
 
     Returns
     -------
-    targets : ndarray of int, shape (n * n_neighbors, 2)
-        The pairs :math:`(i, j)` with :math:`j` a target neighbour of :math:`i`.
+    targets : ndarray of int, shape (sum_i k_i, 2)
+        The pairs :math:`(i, j)` with :math:`j` a target neighbour of :math:`i`
+        (:math:`k_i` of them for point :math:`i`, ``n_neighbors`` capped at its class size minus
+        one: :func:`target_neighbors`).
     triplets : ConstraintSet
         All :math:`(i, j, l)` with :math:`j` a target of :math:`i` and :math:`y_l \ne y_i`,
         margin ``margin`` and weight ``1 - regularization`` (``regularization`` is the weight of
-        the pull term, in (0, 1)). Its size is :math:`n k (n - n_{y_i})`: materialise it
+        the pull term, in (0, 1)). Its size is :math:`\sum_i k_i (n - n_{y_i})`: materialise it
         only for small data (the LMNN solver generates impostors on the fly for large data).
     """
     X = as_data_matrix(X)
@@ -136,10 +166,7 @@ def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, mar
     if not regularization < 1.0:
         raise ValueError(f"regularization must be in (0, 1) (the weight of the pull term); got {regularization}")
     margin = check_positive(margin, "margin")
-    k = n_neighbors
-    T = target_neighbors(X, y, k)
-    n = X.shape[0]
-    tg = np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
+    tg = target_pairs(target_neighbors(X, y, n_neighbors))
     rows = []
     for a, b in tg:
         others = np.flatnonzero(y != y[a])

@@ -7,12 +7,14 @@ Reference: Weinberger & Saul 2009; thesis sec. 1.3.4.4; design §5.2.
     + (1 - \rho) \sum_{(i, j, l) \in T} [\text{margin} + \langle M, C_{ij} - C_{il}\rangle]_+ ,
 
 with :math:`\rho` = ``regularization`` (metric-learn's name and meaning: the weight of the pull
-term; the thesis' push weight is :math:`\mu = 1 - \rho`), :math:`S` the ``n_neighbors`` target
-neighbours of every point (same class, Euclidean, fixed) and :math:`T` all :math:`(i, j, l)`,
+term; the thesis' push weight is :math:`\mu = 1 - \rho`), :math:`S` the :math:`k_i` target
+neighbours of every point (same class, Euclidean, fixed; :math:`k_i = \min(k, n_{y_i} - 1)` with
+:math:`k` = ``n_neighbors`` and :math:`n_c` the size of class :math:`c`, so a point alone in its
+class has none and acts only as an impostor) and :math:`T` all :math:`(i, j, l)`,
 :math:`(i, j) \in S`, :math:`y_l \ne y_i`. It is a :class:`~cvxmetric.models.HingeModel` with the
 "pull" linear term :math:`R = \rho \sum_S C_{ij}` and hinge coefficients :math:`1 - \rho` on the triplets.
 
-:math:`|T| = \sum_i k (n - n_{y_i})` (:math:`k` = ``n_neighbors``) is millions for scikit-learn's
+:math:`|T| = \sum_i k_i (n - n_{y_i})` is millions for scikit-learn's
 digits, so the fast solver never forms it: :class:`ImpostorSearch` lists the triplets violated at
 a given :math:`M` (``margin + D_M(i, j) - D_M(i, l) > 0``) from a factor :math:`M = L^\top L`, chunk by
 chunk, and :func:`impostor_oracle` turns it into the constraint oracle of
@@ -24,7 +26,7 @@ import numpy as np
 
 from ._checks import as_data_matrix, as_labels, check_bool, check_positive
 from .constraints import ConstraintSet
-from .generators import lmnn_constraints, target_neighbors
+from .generators import NO_TARGET, lmnn_constraints, target_neighbors, target_pairs
 from .hinge import QuadrupletGeometry
 from .linalg import psd_factor
 from .models import HingeModel, pull_matrix
@@ -55,16 +57,11 @@ def check_lmnn_params(regularization, margin) -> tuple[float, float]:
     return regularization, check_positive(margin, "margin")
 
 
-def _target_pairs(T: np.ndarray) -> np.ndarray:
-    n, k = T.shape
-    return np.column_stack([np.repeat(np.arange(n), k), T.ravel()])
-
-
 def lmnn_pull_model(X, targets: np.ndarray, regularization: float,
                     constraints: ConstraintSet | None = None) -> HingeModel:
     r"""The LMNN :class:`HingeModel` over ``constraints`` (default: none yet).
 
-    ``R = regularization * sum_S C_ij`` over the target pairs ``targets`` (shape (n k, 2)); the
+    ``R = regularization * sum_S C_ij`` over the target pairs ``targets`` (shape (p, 2)); the
     hinge coefficients are the constraint weights (``1 - regularization`` for LMNN triplets).
     """
     X = as_data_matrix(X)
@@ -102,9 +99,10 @@ def lmnn_model(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     ----------
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
-        Class labels (at least two classes, each with more than ``n_neighbors`` points).
+        Class labels (at least two classes, some class with two or more points).
     n_neighbors : int
-        Target neighbours per point.
+        Target neighbours per point, capped at the point's class size minus one
+        (:func:`cvxmetric.generators.target_neighbors`).
     regularization : float
         Weight of the pull term, in (0, 1); the impostor hinge term has weight ``1 - regularization``.
     margin : float
@@ -122,15 +120,24 @@ def lmnn_model(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
 
 
 def _check_targets(targets, y: np.ndarray, n_neighbors: int) -> np.ndarray:
-    """Given target neighbours: shape (n, n_neighbors), indices of other points of the same class."""
+    """Given target neighbours: shape (n, n_neighbors), indices of other points of the same class.
+
+    A row may end with :data:`~cvxmetric.generators.NO_TARGET` entries (a point of a small class).
+    """
     T = np.asarray(targets)
     n = y.shape[0]
     if T.shape != (n, n_neighbors) or not np.issubdtype(T.dtype, np.integer):
         raise ValueError(f"targets must be an integer array of shape ({n}, {n_neighbors}); got "
                          f"{T.dtype} of shape {T.shape}")
-    if T.size and (T.min() < 0 or T.max() >= n):
-        raise ValueError(f"targets must index the {n} points (0 .. {n - 1})")
-    if np.any(T == np.arange(n)[:, None]) or np.any(y[T] != y[:, None]):
+    if T.size and (T.min() < NO_TARGET or T.max() >= n):
+        raise ValueError(f"targets must index the {n} points (0 .. {n - 1}) or be {NO_TARGET} (no target)")
+    real = T != NO_TARGET
+    if not real.any():
+        raise ValueError(f"targets lists no target pair (every entry is {NO_TARGET}); give some point a target")
+    if np.any(real[:, 1:] & ~real[:, :-1]):
+        raise ValueError(f"targets must list a point's targets first and pad the row's end with {NO_TARGET}")
+    i, r = np.nonzero(real)
+    if np.any(T[i, r] == i) or np.any(y[T[i, r]] != y[i]):
         raise ValueError("targets must be other points of the same class (a point is not its own target)")
     return T.astype(np.int64)
 
@@ -143,7 +150,8 @@ class ImpostorSearch:
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
     n_neighbors : int
-        Target neighbours per point (:func:`cvxmetric.generators.target_neighbors`).
+        Target neighbours per point, capped at the point's class size minus one
+        (:func:`cvxmetric.generators.target_neighbors`).
     margin : float
     chunk_elements : int
         Size of one block of pairwise distances (memory bound of a search).
@@ -185,14 +193,15 @@ class ImpostorSearch:
 
     @property
     def target_pairs(self) -> np.ndarray:
-        """The pairs ``(i, j)``, j a target of i, shape (n k, 2)."""
-        return _target_pairs(self.targets)
+        """The pairs ``(i, j)``, j a target of i, shape (p, 2) (the padding left out)."""
+        return target_pairs(self.targets)
 
     @property
     def n_triplets(self) -> int:
         """Size of the full (implicit) triplet set."""
         counts = np.bincount(self._label_id)
-        return int(self.n_neighbors * np.sum(self.n - counts[self._label_id]))
+        k_i = np.count_nonzero(self.targets != NO_TARGET, axis=1)
+        return int(np.sum(k_i * (self.n - counts[self._label_id])))
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
         """Triplets ``(i, j, l)`` (shape (t, 3)) of triplet codes."""
@@ -227,6 +236,7 @@ class ImpostorSearch:
         sq = np.einsum("ij,ij->i", Z, Z)
         diff_t = Z[:, None, :] - Z[T]
         dt = np.einsum("ikr,ikr->ik", diff_t, diff_t)  # (n, k) target distances
+        dt[T == NO_TARGET] = -np.inf  # a missing target is violated by no impostor
         radius = dt.max(axis=1) + self.margin
         codes, margins = [], []
 

@@ -7,7 +7,8 @@ Reference: Weinberger & Saul 2009; thesis eq. 1.5; design §5.2.
     \quad\text{s.t.}\quad \xi_t \ge \text{margin} + \langle M, C_{ij} - C_{il}\rangle,\ \xi_t \ge 0 ,
 
 :math:`\rho` = ``regularization`` (the weight of the pull term, metric-learn's meaning),
-:math:`S` = the ``n_neighbors`` same-class Euclidean nearest neighbours of every point (fixed),
+:math:`S` = the ``n_neighbors`` same-class Euclidean nearest neighbours of every point (fixed;
+capped at the point's class size minus one, :func:`cvxmetric.generators.target_neighbors`),
 :math:`T` = every :math:`(i, j, l)` with :math:`(i, j) \in S` and :math:`y_l \ne y_i`.
 :math:`\rho = 1/2` is the thesis' eq. 1.5 up to a factor 2. The full triplet set is materialised, so this is for small
 data (the instances keep :math:`|T| \le 2000`). The statement is

@@ -202,9 +202,10 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     ----------
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
-        Labels: at least two classes, each with more than ``n_neighbors`` points.
+        Labels: at least two classes, some class with two or more points.
     n_neighbors : int
-        Target neighbours per point (same class, Euclidean, fixed).
+        Target neighbours per point (same class, Euclidean, fixed), capped at the point's class
+        size minus one; a point alone in its class has none and acts only as an impostor.
     regularization : float
         Weight of the pull term, in (0, 1) (metric-learn's ``regularization``); the impostor hinge
         term has weight ``1 - regularization``.

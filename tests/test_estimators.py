@@ -20,8 +20,9 @@ AGREEMENT_RTOL = 1e-3
 
 
 # ------------------------------------------------------------------ scikit-learn's estimator checks
-# small constraint counts keep every fit of the checks' tiny data sets in milliseconds
-@parametrize_with_checks([LMNN(n_neighbors=2), ITML_Supervised(n_constraints=20, random_state=0),
+# small constraint counts keep every fit of the checks' tiny data sets in milliseconds; LMNN keeps
+# its default n_neighbors = 3, which check_fit2d_1feature meets with a class of exactly 3 points
+@parametrize_with_checks([LMNN(), ITML_Supervised(n_constraints=20, random_state=0),
                           MMC_Supervised(n_constraints=20, random_state=0),
                           Qwise_Supervised(n_constraints=20, random_state=0), BoostMetric()])
 def test_sklearn_estimator_checks(estimator, check):
@@ -137,6 +138,20 @@ def test_verify_passes_for_the_exact_solver(fitted, name):
     _, exact = fitted[name]
     row = exact.verify()
     assert row["passed"], ({k: v for k, v in row["checks"].items() if not v["passed"]}, row["errors"])
+
+
+def test_lmnn_with_a_class_of_exactly_n_neighbors_points(small):
+    """A class of n_neighbors points (its points take the others as targets) fits, certified, and the
+    default and exact solvers agree; verify() passes."""
+    X, y = small
+    keep = np.flatnonzero(y != 2)
+    keep = np.concatenate([keep, np.flatnonzero(y == 2)[:3]])   # class 2 keeps 3 points
+    Xs, ys = X[keep], y[keep]
+    fast, exact = LMNN().fit(Xs, ys), LMNN(solver="cvxpy").fit(Xs, ys)
+    for est in (fast, exact):
+        assert est.certificate_.certified, est.certificate_.message
+    assert abs(relative_difference(fast.certificate_.objective, exact.certificate_.objective)) <= AGREEMENT_RTOL
+    assert fast.verify()["passed"]
 
 
 def test_verify_fails_an_uncertified_fit(small):

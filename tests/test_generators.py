@@ -5,7 +5,7 @@ import pytest
 from cvxmetric.datasets import load_dataset, synthetic_low_rank_metric
 from cvxmetric.generators import (lmnn_constraints, pairs_from_labels, quadruplets_from_metric,
                                   relative_attribute_quadruplets, sample_quadruplet_indices, target_neighbors,
-                                  triplets_from_labels)
+                                  target_pairs, triplets_from_labels, NO_TARGET)
 
 
 def test_pairs_from_labels_deterministic_and_correct():
@@ -37,12 +37,31 @@ def test_target_neighbors_are_nearest_same_class():
     assert np.all(y[trip.idx[:, 3]] != y[trip.idx[:, 0]])
 
 
-@pytest.mark.parametrize("k, match", [(0, r"n_neighbors must be in"), (10, r"n_neighbors must be in"), (2.0, "integer")])
+@pytest.mark.parametrize("k, match", [(0, r"n_neighbors must be at least 1"), (-1, r"n_neighbors must be at least 1"),
+                                      (2.0, "integer")])
 def test_target_neighbors_bad_k(k, match):
     X = np.zeros((30, 2)) + np.arange(30)[:, None]
     y = np.repeat([0, 1, 2], 10)
     with pytest.raises((ValueError, TypeError), match=match):
         target_neighbors(X, y, k)
+
+
+def test_target_neighbors_of_small_classes_are_capped():
+    """A point takes min(n_neighbors, class size - 1) targets, the row padded with NO_TARGET."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((10, 2))
+    y = np.array([0, 0, 0, 1, 1, 1, 1, 1, 2, 3])   # classes of 3, 5, 1 and 1 points
+    T = target_neighbors(X, y, 3)
+    for i in range(10):
+        same = np.flatnonzero((y == y[i]) & (np.arange(10) != i))
+        k_i = min(3, same.size)
+        dist = np.linalg.norm(X[same] - X[i], axis=1)
+        np.testing.assert_array_equal(T[i, :k_i], same[np.argsort(dist, kind="stable")[:k_i]])
+        assert np.all(T[i, k_i:] == NO_TARGET)
+    tg, trip = lmnn_constraints(X, y, 3)
+    np.testing.assert_array_equal(tg, target_pairs(T))
+    assert len(tg) == 3 * 2 + 5 * 3 and len(trip) == 3 * 2 * 7 + 5 * 3 * 5
+    assert np.all(tg[:, 1] != NO_TARGET)
 
 
 def test_target_neighbors_bad_labels():
@@ -51,6 +70,8 @@ def test_target_neighbors_bad_labels():
         target_neighbors(X, np.zeros(10), 1)
     with pytest.raises(ValueError, match="labels"):
         target_neighbors(X, np.zeros(9), 1)
+    with pytest.raises(ValueError, match="no target pair"):
+        target_neighbors(X[:3], np.arange(3), 1)
 
 
 def test_quadruplets_oriented_by_target_metric():

@@ -108,11 +108,19 @@ def test_value_at_equals_model_and_implicit_objective(name):
         assert abs(search.objective(M, inst.params["regularization"]) - v) <= VALUE_AT_RTOL * max(1.0, v)
 
 
+def _small_classes(seed=0, d=3):
+    """Classes of 3 (= the n_neighbors of the small-class tests), 5, 2 and 1 points."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(4), [3, 5, 2, 1])
+    return rng.standard_normal((y.size, d)) + 1.5 * y[:, None], y
+
+
+@pytest.mark.parametrize("small_classes", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_search_equals_brute_force(seed):
+def test_search_equals_brute_force(seed, small_classes):
     """The chunked impostor search lists exactly the violated triplets, with their margins."""
-    X, y = _small(seed, n_per=7, d=4)
-    k = 2
+    X, y = _small_classes(seed, d=4) if small_classes else _small(seed, n_per=7, d=4)
+    k = 3 if small_classes else 2
     _, trip = lmnn_constraints(X, y, k, margin=1.0)
     geom = QuadrupletGeometry(X, trip)
     search = ImpostorSearch(X, y, k, margin=1.0, chunk_elements=5)  # many small chunks
@@ -206,16 +214,49 @@ def test_inputs_are_not_modified():
     np.testing.assert_array_equal(M0, np.eye(3))
 
 
+# ----------------------------------------------------------------------------- small classes
+def test_small_classes_objectives_agree_at_random_metrics():
+    """cvxpy's statement, the materialised model and the implicit search state one triplet set."""
+    X, y = _small_classes(0)
+    form = build_lmnn(X, y, 3)
+    search = ImpostorSearch(X, y, 3)
+    assert form.model.m == search.n_triplets == 3 * 2 * 8 + 5 * 3 * 6 + 2 * 1 * 9
+    rng = np.random.default_rng(3)
+    for t in range(4):
+        M = random_psd(3, rank=1 + t % 3, seed=rng, scale=0.3 * (t + 1))
+        v = form.value_at(M)
+        assert abs(form.model.value(M) - v) <= VALUE_AT_RTOL * max(1.0, v)
+        assert abs(search.objective(M, 0.5) - v) <= VALUE_AT_RTOL * max(1.0, v)
+
+
+@pytest.mark.parametrize("method", ["pdhg", "subgradient"])
+def test_class_of_exactly_n_neighbors_points_certifies_and_matches_clarabel(method):
+    X, y = _small_classes(1)
+    form = build_lmnn(X, y, 3)
+    sol = form.solve("CLARABEL")
+    assert sol.ok, sol.status
+    res = solve_lmnn(X, y, 3, method=method)
+    assert res.converged and res.certified_gap is not None
+    scale = max(1.0, abs(sol.value))
+    assert (res.lower_bound - sol.value) / scale <= GAP_NEGATIVE_SLACK   # a valid lower bound
+    f = form.value_at(res.M)
+    assert abs(f - res.objective) <= VALUE_AT_RTOL * max(1.0, abs(f))
+    assert -GAP_NEGATIVE_SLACK <= (f - sol.value) / scale <= GAP_FIRST_ORDER
+
+
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("fn", [
-    lambda X, y: solve_lmnn(X, y, 6),
-    lambda X, y: build_lmnn(X, y, 6),
-    lambda X, y: ImpostorSearch(X, y, 6),
+    lambda X, y, k: solve_lmnn(X, y, k),
+    lambda X, y, k: build_lmnn(X, y, k),
+    lambda X, y, k: ImpostorSearch(X, y, k),
 ])
-def test_n_neighbors_at_least_class_size(fn):
+def test_degenerate_target_sets(fn):
+    """n_neighbors below 1, or classes of one point only, leave LMNN without a target pair."""
     X, y = _small(0, n_per=6)
-    with pytest.raises(ValueError, match="n_neighbors must be in"):
-        fn(X, y)
+    with pytest.raises(ValueError, match="n_neighbors must be at least 1"):
+        fn(X, y, 0)
+    with pytest.raises(ValueError, match="no target pair"):
+        fn(X[:4], np.arange(4), 2)
 
 
 def test_single_class():
@@ -429,8 +470,10 @@ def test_search_targets_given_and_checked():
     s = ImpostorSearch(X, y, 2)
     t = ImpostorSearch(2.0 * X, y, 2, targets=s.targets)
     np.testing.assert_array_equal(t.targets, s.targets)
+    padded_first = s.targets.copy()
+    padded_first[0, 0] = -1
     for bad in (s.targets[:, :1], s.targets.astype(float), np.zeros_like(s.targets),
-                np.roll(s.targets, 6, axis=0)):
+                np.roll(s.targets, 6, axis=0), padded_first, s.targets - 2, np.full_like(s.targets, -1)):
         with pytest.raises(ValueError, match="targets"):
             ImpostorSearch(X, y, 2, targets=bad)
 

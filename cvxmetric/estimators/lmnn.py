@@ -29,7 +29,9 @@ class LMNN(MetricLearner):
     Parameters
     ----------
     n_neighbors : int
-        Target neighbours per point; every class needs more than ``n_neighbors`` points.
+        Target neighbours per point, capped at the point's class size minus one (a class of
+        exactly ``n_neighbors`` points gives each point the others; a point alone in its class
+        has no target and acts only as an impostor).
     regularization : float in (0, 1)
         Weight of the pull term (metric-learn's name and meaning); the hinge term has ``1 - regularization``.
     margin : float

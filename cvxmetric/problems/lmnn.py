@@ -16,9 +16,10 @@ class LMNN(Problem):
     ----------
     X : array_like, shape (n, d)
     y : array_like, shape (n,)
-        Class labels; every class needs more than ``n_neighbors`` points.
+        Class labels: at least two classes, some class with two or more points.
     n_neighbors : int
-        Fixed Euclidean target neighbours per point (same class).
+        Fixed Euclidean target neighbours per point (same class), capped at the point's class
+        size minus one; a point alone in its class has none and acts only as an impostor.
     regularization : float in (0, 1)
         Weight of the pull term; the hinge term has ``1 - regularization``.
     margin : float
