@@ -171,10 +171,21 @@ def test_scaled_twin_is_exact(iris_pairs):
     assert model.given == {"prior"} and twin.d == model.d and twin.m == model.m
 
 
-def test_a_pair_of_identical_points_is_named_by_its_index_in_pairs(iris_pairs):
+def test_pairs_of_identical_points_are_dropped_unless_dissimilar_for_itml(iris_pairs):
+    """metric-learn accepts a pair of identical points: a similar one constrains nothing and is
+    dropped with a warning naming it; a dissimilar one is ITML's error (no metric puts the points
+    apart, an infinite LogDet slack) and MMC drops it (it adds 0 to the dissimilar distances)."""
     *_, pairs, labels = iris_pairs
-    bad = pairs.copy()
-    bad[3, 1] = bad[3, 0]
+    similar = pairs.copy()
+    similar[3, 1] = similar[3, 0]
+    j = int(np.argmax(labels == -1))
+    dissimilar = pairs.copy()
+    dissimilar[j, 1] = dissimilar[j, 0]
     for learner in (ITML(), MMC()):
-        with pytest.raises(ValueError, match=r"^pairs\[3\] \(similar\) joins two identical points"):
-            learner.fit(bad, labels)
+        with pytest.warns(UserWarning, match=r"^1 of the \d+ pairs join two identical points .*pairs\[3\]"):
+            fit = learner.fit(similar, labels)
+        assert fit.problem_.constraints.idx.shape[0] == len(pairs) - 1 and fit.certificate_.certified
+    with pytest.raises(ValueError, match=rf"^pairs\[{j}\] is dissimilar but joins two identical points"):
+        ITML().fit(dissimilar, labels)
+    with pytest.warns(UserWarning, match=rf"pairs\[{j}\]"):
+        assert MMC().fit(dissimilar, labels).problem_.constraints.idx.shape[0] == len(pairs) - 1

@@ -2,6 +2,8 @@
 or from class labels (``ITML_Supervised``, ``MMC_Supervised``)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from cvxmetric import problems
@@ -28,29 +30,44 @@ _COMMON = """solver_options : dict, optional
 
 
 class _PairsLearner(PairsClassifierMixin, MetricLearner):
-    """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1."""
+    """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1.
 
-    #: Whether a pair of (nearly) identical points is an error (ITML: its constraint is degenerate)
-    #: rather than only a pair of one point twice (every method: it joins a point to itself).
+    A pair of identical points (metric-learn accepts them; a data set with duplicate rows, as
+    iris, yields them) has a zero difference vector: a similar one constrains nothing and is
+    dropped with a ``UserWarning``; a dissimilar one cannot be pushed apart by any metric, so it
+    is an error where the method needs every dissimilar pair apart (ITML: the LogDet slack of
+    a pair at distance 0 is infinite) and dropped with a warning otherwise (MMC: it adds 0 to the
+    dissimilar distances).
+    """
+
+    #: Whether a pair of (nearly) identical points (every feature equal up to round-off) counts as
+    #: identical (ITML: its constraint is degenerate) rather than only a pair of one point twice.
     _reject_zero_length = False
+    #: Whether a dissimilar pair of identical points is an error (else it is dropped).
+    _dissimilar_identical_is_error = False
 
     def _pairs_problem(self, pairs, y):
-        P = self._tuples(pairs, 2, "pairs", reset=True)
+        P = self._tuples(pairs, self._tuple_size, "pairs", reset=True)
         similar = pair_labels(y, P.shape[0])
         X, idx = canonical_tuples(P)
         same = idx[:, 0] == idx[:, 1]
         if self._reject_zero_length:
             same |= zero_length_mask(X[idx[:, 0]] - X[idx[:, 1]], X)
+        if self._dissimilar_identical_is_error and np.any(same & ~similar):
+            k = int(np.argmax(same & ~similar))
+            raise ValueError(f"pairs[{k}] is dissimilar but joins two identical points (every feature equal up to "
+                             f"round-off): no metric puts them apart, so {type(self).__name__} has no solution; "
+                             "remove it from pairs and y")
         if np.any(same):
-            k = int(np.argmax(same))
-            kind = "similar" if similar[k] else "dissimilar"
-            raise ValueError(f"pairs[{k}] ({kind}) joins two identical points (every feature equal up to round-off), "
-                             "so its constraint is degenerate; remove it from pairs and y")
-        return X, idx[similar], idx[~similar]
+            warnings.warn(f"{int(same.sum())} of the {len(same)} pairs join two identical points and constrain "
+                          f"nothing: {type(self).__name__} drops them (the first: pairs[{int(np.argmax(same))}])",
+                          UserWarning, stacklevel=3)
+        return X, idx[similar & ~same], idx[~similar & ~same]
 
     def fit(self, pairs, y, calibration_params=None):
         """Learn the metric from pairs and their labels (+1 similar, -1 dissimilar); then
         calibrate ``threshold_`` on them (``calibration_params`` go to :meth:`calibrate_threshold`)."""
+        self._validate_calibration_params(**(calibration_params or {}))
         X, S, D = self._pairs_problem(pairs, y)
         self._fit_pairs(X, S, D)
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
@@ -101,6 +118,7 @@ class ITML(_PairsLearner, _ITMLBase):
     """
 
     _reject_zero_length = True
+    _dissimilar_identical_is_error = True
 
     def __init__(self, gamma=1.0, prior=None, solver=None, tol=None, max_iter=None, solver_options=None,
                  preprocessor=None, random_state=None):
@@ -115,6 +133,7 @@ class ITML(_PairsLearner, _ITMLBase):
 
     def fit(self, pairs, y, bounds=None, calibration_params=None):
         """Learn from pairs and labels (+1 / -1); ``bounds = (u, l)`` on squared distances."""
+        self._validate_calibration_params(**(calibration_params or {}))
         X, S, D = self._pairs_problem(pairs, y)
         self._fit_itml(X, S, D, bounds, self._random_source())
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))

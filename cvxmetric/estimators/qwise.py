@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from cvxmetric import problems
@@ -113,8 +115,21 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
     def fit(self, quadruplets, weights=None):
         """Learn from quadruplets ``(m, 4, d)`` (or ``(m, 4)`` indices with a preprocessor) and
         optional per-quadruplet ``weights`` (metric-learn's ``LSML.fit`` signature)."""
-        Q = self._tuples(quadruplets, 4, "quadruplets", reset=True)
+        Q = self._tuples(quadruplets, self._tuple_size, "quadruplets", reset=True)
         X, idx = canonical_tuples(Q)
+        both = (idx[:, 0] == idx[:, 1]) & (idx[:, 2] == idx[:, 3])
+        if np.any(both):
+            # metric-learn accepts them; both distances are 0 under every metric, so such a
+            # quadruplet only adds a constant to the objective
+            warnings.warn(f"{int(both.sum())} of the {len(both)} quadruplets compare two pairs of identical points "
+                          f"and constrain nothing: Qwise drops them (the first: quadruplets[{int(np.argmax(both))}])",
+                          UserWarning, stacklevel=2)
+            idx = idx[~both]
+            if weights is not None and np.shape(weights) == both.shape:   # other shapes: the problem's message
+                weights = np.asarray(weights)[~both]
+            if len(idx) == 0:
+                raise ValueError("every quadruplet compares two pairs of identical points; give quadruplets with at "
+                                 "least one pair of distinct points")
         return self._fit_quadruplets(X, idx, weights)
 
 
