@@ -4,7 +4,8 @@ Loaded as the ``conftest.py`` of metric-learn's ``test/`` folder by
 ``python -m benchmarks.metric_learn_suite`` (which copies it there). Before the test modules are
 imported it points metric-learn's estimator names at cvxmetric's classes (``LSML`` at ``Qwise``);
 during the run it records, per test, which cvxmetric estimators the test touched (constructed,
-fitted or queried) and how the test ended, and writes the records as JSON to the path in the
+fitted or queried, or named among its parameters: a test of a private helper called on one of them
+counts for it) and how the test ended, and writes the records as JSON to the path in the
 environment variable ``CVXMETRIC_SUITE_RECORDS``. A test that touches no cvxmetric estimator
 (metric-learn's other classes, its private helpers, its mock estimators) is recorded with an
 empty set and reported apart.
@@ -88,8 +89,9 @@ def pytest_runtest_logreport(report):
             reason = crash.message.splitlines()[0] if crash is not None else str(report.longrepr).splitlines()[-1]
         elif report.outcome == "skipped" and isinstance(report.longrepr, tuple):
             reason = report.longrepr[2]
+        estimators = _touched | (_names_in(report.nodeid) & set(SUBSTITUTES.values()))
         _records.append({"nodeid": report.nodeid, "file": report.nodeid.split("::")[0],
-                         "outcome": report.outcome, "estimators": sorted(_touched), "reason": reason[:300]})
+                         "outcome": report.outcome, "estimators": sorted(estimators), "reason": reason[:300]})
 
 
 def pytest_sessionfinish(session, exitstatus):

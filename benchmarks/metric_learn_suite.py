@@ -14,7 +14,7 @@ metric-learn is kept in this repository. The plugin :mod:`benchmarks._metric_lea
 becomes that folder's ``conftest.py``: it points metric-learn's ``LMNN``, ``ITML``,
 ``ITML_Supervised``, ``MMC``, ``MMC_Supervised`` at cvxmetric's classes and ``LSML``,
 ``LSML_Supervised`` at ``Qwise``, ``Qwise_Supervised``, deselects the tests parametrized by
-metric-learn's other estimators only, and records which cvxmetric estimators each test touched.
+metric-learn's other estimators only, and records which cvxmetric estimators each test touched or names.
 
 Printed: the tests that exercise a cvxmetric estimator, passed / failed / skipped per test file and
 per estimator, and every remaining failure grouped by its reason (the exception's first line).

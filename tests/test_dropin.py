@@ -414,3 +414,19 @@ def test_qwise_drops_quadruplets_of_two_identical_pairs(iris_small):
     with pytest.raises(ValueError, match="every quadruplet compares two pairs of identical points"):
         with pytest.warns(UserWarning):
             Qwise().fit(X[[[5, 5, 9, 9]]])
+
+
+def test_only_the_learners_from_points_are_scikit_learn_transformers(iris_small):
+    """A pipeline ending in a tuple learner predicts and scores tuples as the learner does; it has
+    no transform of its training tuples (transform takes points), as in metric-learn."""
+    from sklearn.base import TransformerMixin
+    from sklearn.pipeline import make_pipeline
+
+    from cvxmetric import ITML, LMNN, MMC, ORML, BoostMetric, Qwise
+    assert all(issubclass(c, TransformerMixin) for c in (LMNN, ITML_Supervised, MMC_Supervised, Qwise_Supervised,
+                                                         BoostMetric))
+    assert not any(issubclass(c, TransformerMixin) for c in (ITML, MMC, Qwise, ORML))
+    pairs, yp = _labelled_pairs(*iris_small, 40, seed=8)
+    alone, piped = ITML(random_state=0).fit(pairs, yp), make_pipeline(ITML(random_state=0)).fit(pairs, yp)
+    np.testing.assert_array_equal(alone.predict(pairs), piped.predict(pairs))
+    assert alone.score(pairs, yp) == piped.score(pairs, yp)

@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def _validate_data(estimator, *args, **kwargs):
         return estimator._validate_data(*args, **kwargs)
 
-__all__ = ["Certificate", "MetricLearner", "PairsClassifierMixin", "QuadrupletsClassifierMixin",
+__all__ = ["Certificate", "MetricLearner", "PointsLearner", "PairsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric"]
 
 
@@ -91,7 +91,7 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
     return (V * np.sqrt(np.clip(lam, 0.0, None))).T.copy()
 
 
-class MetricLearner(TransformerMixin, BaseEstimator):
+class MetricLearner(BaseEstimator):
     """Base of every estimator: a thin layer on :mod:`cvxmetric.problems`, plus the Mahalanobis API.
 
     A subclass' ``fit`` builds the :class:`cvxmetric.problems.Problem` of its data and calls
@@ -272,6 +272,14 @@ class MetricLearner(TransformerMixin, BaseEstimator):
             dist = float(diff @ diff)
             return dist if squared else float(np.sqrt(dist))
         return metric
+
+
+class PointsLearner(TransformerMixin, MetricLearner):
+    """A learner from labelled points (``fit(X, y)``): a scikit-learn transformer, so that
+    ``fit_transform`` and pipelines apply. The learners from tuples are not: their ``fit`` takes
+    tuples and ``transform`` takes points, so a pipeline's ``transform`` of its training input
+    has no meaning for them (metric-learn's tuple learners are not scikit-learn transformers either).
+    """
 
 
 def _classifier_tags(tags):

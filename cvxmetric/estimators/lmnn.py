@@ -7,7 +7,7 @@ from cvxmetric import problems
 from cvxmetric.generators import target_neighbors, target_pairs
 from cvxmetric.lmnn import lmnn_start
 
-from ._base import MetricLearner
+from ._base import PointsLearner
 from ._labels import points_and_labels
 from ._metric_learn import check_n_components, initial_components, truncated_components, warn_ignored
 
@@ -28,7 +28,7 @@ def _start(init, X, y, n_neighbors, margin, n_components, random_state):
     return lmnn_start(X, targets, margin, direction=L0.T @ L0)
 
 
-class LMNN(MetricLearner):
+class LMNN(PointsLearner):
     r"""Large margin nearest neighbour metric learning, solved to a certified gap.
 
     .. math::

@@ -9,7 +9,7 @@ import numpy as np
 from cvxmetric import problems
 from cvxmetric._checks import zero_length_mask
 
-from ._base import MetricLearner, PairsClassifierMixin
+from ._base import MetricLearner, PairsClassifierMixin, PointsLearner
 from ._inputs import canonical_tuples, pair_labels
 from ._labels import points_and_labels
 from ._metric_learn import start_from_metric, warn_ignored
@@ -139,7 +139,7 @@ class ITML(_PairsLearner, _ITMLBase):
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
-class ITML_Supervised(_ITMLBase):
+class ITML_Supervised(PointsLearner, _ITMLBase):
     r"""ITML from class labels: ``n_constraints`` similar and as many dissimilar pairs drawn from ``y``.
 
     Pairs joining identical points are dropped (ITML rejects zero-length pairs). Parameters as in
@@ -238,7 +238,7 @@ class MMC(_PairsLearner, _MMCBase):
         return self._fit_mmc(X, S, D, self._random_source())
 
 
-class MMC_Supervised(_MMCBase):
+class MMC_Supervised(PointsLearner, _MMCBase):
     __doc__ = ("MMC from class labels: ``n_constraints`` similar and as many dissimilar pairs drawn from ``y``."
                + _MMC_DOC + """
     Parameters

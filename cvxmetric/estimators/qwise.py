@@ -11,7 +11,7 @@ import numpy as np
 
 from cvxmetric import problems
 
-from ._base import MetricLearner, QuadrupletsClassifierMixin
+from ._base import MetricLearner, PointsLearner, QuadrupletsClassifierMixin
 from ._inputs import canonical_tuples
 from ._labels import points_and_labels
 from ._supervision import label_pairs
@@ -133,7 +133,7 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         return self._fit_quadruplets(X, idx, weights)
 
 
-class Qwise_Supervised(_QwiseBase):
+class Qwise_Supervised(PointsLearner, _QwiseBase):
     __doc__ = ("Qwise from class labels: quadruplets (a, b, c, d) of a same-class pair (a, b) and a "
                "different-class pair (c, d), ``n_constraints`` of them drawn from ``y``." + _DOC + """
     n_constraints : int, optional
