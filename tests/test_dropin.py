@@ -274,7 +274,7 @@ def test_convergence_tol_is_the_solver_tolerance(iris_small):
         LMNN(convergence_tol=-1.0).fit(X, y)
 
 
-def test_mmc_init_is_a_start_and_diagonal_is_rejected(iris_small):
+def test_mmc_init_is_a_start(iris_small):
     X, y = iris_small
     fits = [MMC_Supervised(n_constraints=20, init=init, random_state=0).fit(X, y)
             for init in (None, "identity", "covariance", "random", np.diag([1.0, 2.0, 3.0, 4.0]))]
@@ -282,14 +282,12 @@ def test_mmc_init_is_a_start_and_diagonal_is_rejected(iris_small):
     for fit in fits:
         assert fit.certificate_.certified
         assert fit.certificate_.objective - best <= fit.certificate_.value * abs(fit.certificate_.objective)
-    with pytest.raises(ValueError, match="diagonal MMC is not provided"):
-        MMC_Supervised(diagonal=True).fit(X, y)
 
 
 def test_mmc_covariance_start_of_singular_data_is_its_pseudo_inverse(iris_small):
     X, y = iris_small
     X_dependent = np.hstack([X, X[:, :2] @ [[2.0], [3.0]]])
-    with pytest.warns(UserWarning, match="starts from its pseudo-inverse"):
+    with pytest.warns(UserWarning, match="The covariance matrix is not invertible: using the pseudo-inverse instead"):
         fit = MMC_Supervised(n_constraints=20, init="covariance", random_state=0).fit(X_dependent, y)
     assert fit.certificate_.certified
 
@@ -366,7 +364,8 @@ def test_init_array_and_n_components_messages_are_metric_learns(iris_small):
                                      r"cannot be greater than its input dimensionality \(4\)\."),
              (np.eye(4), 3, r"The preferred dimensionality of the projected space `n_components` \(3\) does not "
                             r"match the output dimensionality of the given linear transformation `init` \(4\)!"),
-             ("auto", 0, r"^Invalid n_components, must be in \[1, 4\]$")]
+             ("auto", 0, r"^Invalid n_components, must be in \[1, 4\]$"),
+             (1, None, r"^`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a numpy array of shape")]
     for init, k, message in cases:
         with pytest.raises(ValueError, match=message):
             LMNN(init=init, n_components=k).fit(X, y)
@@ -389,6 +388,8 @@ def test_input_shape_messages_are_metric_learns(iris_small):
         est.pair_score(triplets)
     assert str(err.value) == ("Tuples of 2 element(s) expected by ITML. Got tuples of 3 element(s) instead "
                               f"(shape=(2, 3, 4)):\ninput={triplets}.\n")
+    with pytest.raises(ValueError, match=r"^Tuples of 2 element\(s\) expected by ITML"):
+        ITML().pair_score(triplets)                      # the input is checked before the fit, as in metric-learn
     with pytest.raises(ValueError, match=r"^When training on pairs, the labels \(y\) should contain only values"):
         ITML().fit(*_labelled_pairs(X, y, 40, seed=6)[:1], np.zeros(40))
 
@@ -430,3 +431,55 @@ def test_only_the_learners_from_points_are_scikit_learn_transformers(iris_small)
     alone, piped = ITML(random_state=0).fit(pairs, yp), make_pipeline(ITML(random_state=0)).fit(pairs, yp)
     np.testing.assert_array_equal(alone.predict(pairs), piped.predict(pairs))
     assert alone.score(pairs, yp) == piped.score(pairs, yp)
+
+
+# ------------------------------------------------------------------ diagonal MMC
+def test_diagonal_mmc_is_certified_diagonal_and_agrees_with_cvxpy(iris_small):
+    X, y = iris_small
+    fast = MMC_Supervised(n_constraints=30, diagonal=True, random_state=0).fit(X, y)
+    exact = MMC_Supervised(n_constraints=30, diagonal=True, solver="cvxpy", random_state=0).fit(X, y)
+    M = fast.get_mahalanobis_matrix()
+    assert fast.certificate_.certified and exact.certificate_.certified
+    assert fast.problem_.name == "mmc_diagonal" and fast.result_.solver == "mmc-diagonal-ascent"
+    np.testing.assert_array_equal(M, np.diag(np.diag(M)))
+    assert np.all(np.diag(M) >= 0)
+    # two certified values of one optimum: within the sum of their certified relative gaps
+    f, e = fast.certificate_, exact.certificate_
+    assert abs(f.objective - e.objective) <= (f.value + e.value) * max(f.objective, e.objective)
+    np.testing.assert_allclose(np.diag(M), np.diag(exact.get_mahalanobis_matrix()), rtol=1e-2,
+                               atol=1e-3 * np.abs(np.diag(M)).max())
+    full = MMC_Supervised(n_constraints=30, random_state=0).fit(X, y)
+    assert full.certificate_.objective <= f.objective * (1 + f.value)   # diagonal metrics are a subset
+
+
+def test_diagonal_mmc_starts_from_the_diagonal_of_init_and_ignores_diagonal_c(iris_small):
+    X, y = iris_small
+    base = MMC_Supervised(n_constraints=30, diagonal=True, random_state=0).fit(X, y)
+    started = MMC_Supervised(n_constraints=30, diagonal=True, init=np.diag([1.0, 2.0, 3.0, 4.0]) + 0.1,
+                             random_state=0).fit(X, y)
+    assert started.certificate_.certified and started.result_.history[0] != base.result_.history[0]
+    with pytest.warns(UserWarning, match="diagonal_c=3.0 ignored"):
+        scaled = MMC_Supervised(n_constraints=30, diagonal=True, diagonal_c=3.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(scaled.components_, base.components_)
+    with pytest.raises(ValueError, match="diagonal_c must be a positive number"):
+        MMC_Supervised(diagonal=True, diagonal_c=-1.0).fit(X, y)
+    with pytest.raises(TypeError, match="diagonal must be True"):
+        MMC_Supervised(diagonal="yes").fit(X, y)
+
+
+def test_metric_learn_diagonal_objective_is_minimised_by_the_rescaled_solution(iris_small):
+    """metric-learn's diagonal objective s.w - c log sum_D sqrt(q.w) has its minimiser on the ray of
+    the certified diagonal MMC, at the scale c/2 (DiagonalMMCModel.metric_learn_scale): its KKT
+    conditions hold there (gradient 0 on the support, >= 0 off it)."""
+    X, y = iris_small
+    fit = MMC_Supervised(n_constraints=30, diagonal=True, random_state=0, tol=1e-9).fit(X, y)
+    from cvxmetric.mmc import DiagonalMMCModel
+    model = DiagonalMMCModel(fit.problem_.X, fit.problem_.constraints)
+    for c in (1.0, 5.0):
+        w = model.metric_learn_scale(np.diag(fit.result_.M), c)
+        D = model.dissimilar_distances(w)
+        grad = model.s - c * ((model.wD / (2 * np.sqrt(D))) @ model.QD) / float(model.wD @ np.sqrt(D))
+        scale = np.maximum(model.s, 1e-300)
+        on = w > 0
+        assert np.all(np.abs(grad[on]) / scale[on] <= 1e-6)
+        assert np.all(grad[~on] / scale[~on] >= -1e-6)

@@ -154,14 +154,14 @@ class MetricLearner(BaseEstimator):
         """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
         the fitted attributes; ``random_state``: the fit's :meth:`_random_source` when it already
         drew from it (None: taken here); ``start``: the fast solver's start ``M0`` (None: its own;
-        an ``M0`` in ``solver_options`` takes precedence; the exact solve takes no start)."""
+        in the form of the problem's ``start_option``; one in ``solver_options`` takes precedence; the exact solve takes no start)."""
         from ._metric_learn import report_fit
         solver = self._check_solver(problem)
         self._check_common()
         rs = self._random_source() if random_state is None else random_state
         options = dict(self.solver_options or {})
         if start is not None and solver != EXACT:
-            options.setdefault("M0", start)
+            options.setdefault(problem.start_option, start)
         res = problem.solve(solver, tol=self._tol(), max_iter=self.max_iter, random_state=rs, **options)
         self._check_preprocessor()
         self.problem_ = problem
@@ -242,8 +242,8 @@ class MetricLearner(BaseEstimator):
         ----------
         pairs : array_like, shape (m, 2, d), or (m, 2) indices with a ``preprocessor``
         """
+        P = self._tuples(pairs, PairsClassifierMixin._tuple_size, "pairs")   # the input first, as metric-learn
         check_is_fitted(self, "components_")
-        P = self._tuples(pairs, PairsClassifierMixin._tuple_size, "pairs")
         diff = (P[:, 1, :] - P[:, 0, :]) @ self.components_.T
         return np.sqrt(np.sum(diff ** 2, axis=1))
 

@@ -19,6 +19,8 @@ import numpy as np
 
 from cvxmetric._checks import as_rng
 
+from ._inputs import ndim
+
 __all__ = ["INITS", "auto_init", "initial_components", "start_from_metric", "truncated_components", "warn_ignored", "report_fit",
            "check_n_components"]
 
@@ -90,10 +92,10 @@ def initial_components(init, X: np.ndarray, y, n_components: Optional[int], rand
     """
     n, d = X.shape
     k = d if n_components is None else n_components
-    if not isinstance(init, str):
+    if not isinstance(init, str) and ndim(init) == 2:
         return _check_init_array(init, d, n_components)
     names = INITS if y is not None else tuple(i for i in INITS if i != "lda")
-    if init not in names:
+    if not isinstance(init, str) or init not in names:
         raise ValueError("`init` must be '{}' or a numpy array of shape (n_components, n_features)."
                          .format("', '".join(("auto", "pca", "identity", "random") + (("lda",) if y is not None
                                                                                       else ()))))
@@ -129,9 +131,12 @@ def start_from_metric(init, X: np.ndarray, random_state) -> Optional[np.ndarray]
     except SingularPriorError:
         if not (isinstance(init, str) and init == "covariance"):
             raise
-    # a start needs only to be PSD: the pseudo-inverse of a singular covariance serves
-    warnings.warn("the covariance of X is singular: init='covariance' starts from its pseudo-inverse (remove "
-                  "linearly dependent features, e.g. by PCA, for an invertible one)", UserWarning, stacklevel=4)
+    # a start needs only to be PSD: the pseudo-inverse of a singular covariance serves (metric-learn's
+    # warning, word for word: it names the fix)
+    warnings.warn("The covariance matrix is not invertible: using the pseudo-inverse instead.To make the covariance "
+                  "matrix invertible you can remove any linearly dependent features and/or reduce the dimensionality "
+                  "of your input, for instance using `sklearn.decomposition.PCA` as a preprocessing step.",
+                  UserWarning, stacklevel=4)
     return np.linalg.pinv(np.atleast_2d(np.cov(X, rowvar=False)), hermitian=True)
 
 
