@@ -21,14 +21,10 @@ import metric_learn
 
 import cvxmetric
 
-#: metric-learn's estimator name -> the cvxmetric estimator that stands in for it.
-SUBSTITUTES = {"LMNN": "LMNN", "ITML": "ITML", "ITML_Supervised": "ITML_Supervised", "MMC": "MMC",
-               "MMC_Supervised": "MMC_Supervised", "LSML": "Qwise", "LSML_Supervised": "Qwise_Supervised"}
-
-#: metric-learn's estimators that cvxmetric does not provide: a test parametrized by one of them
-#: alone (and by none of :data:`SUBSTITUTES`) runs metric-learn's own class and is deselected.
-OTHERS = {"Covariance", "LFDA", "MLKR", "NCA", "RCA", "RCA_Supervised", "SDML", "SDML_Supervised", "SCML",
-          "SCML_Supervised"}
+# SUBSTITUTES: metric-learn's estimator name -> the cvxmetric estimator that stands in for it;
+# OTHERS: metric-learn's estimators that cvxmetric does not provide: a test parametrized by one of
+# them alone (and by none of SUBSTITUTES) runs metric-learn's own class and is deselected.
+from ._metric_learn_names import OTHERS, SUBSTITUTES
 
 #: The methods whose call marks a test as exercising an estimator.
 _TRACKED = ("__init__", "fit", "fit_transform", "transform", "predict", "decision_function", "score",
@@ -71,7 +67,7 @@ def pytest_collection_modifyitems(config, items):
     kept, dropped = [], []
     for item in items:
         names = _names_in(item.nodeid)
-        (dropped if names & OTHERS and not names & ours else kept).append(item)
+        (dropped if names & set(OTHERS) and not names & ours else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

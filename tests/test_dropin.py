@@ -483,3 +483,11 @@ def test_metric_learn_diagonal_objective_is_minimised_by_the_rescaled_solution(i
         on = w > 0
         assert np.all(np.abs(grad[on]) / scale[on] <= 1e-6)
         assert np.all(grad[~on] / scale[~on] >= -1e-6)
+
+
+def test_qwise_accepts_lsmls_prior_and_ignores_it_with_a_warning(iris_small):
+    X, y = iris_small
+    with pytest.warns(UserWarning, match="prior='covariance' ignored: it is metric-learn's LSML prior"):
+        with_prior = Qwise_Supervised(n_constraints=20, prior="covariance", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(with_prior.components_,
+                                  Qwise_Supervised(n_constraints=20, random_state=0).fit(X, y).components_)

@@ -68,6 +68,12 @@ _DOC = r"""
         metric-learn's preprocessor: tuples (and points) may then be given as indices.
     random_state : None, int, RandomState or Generator
         Seed of every random choice (``Qwise_Supervised``: the quadruplets drawn from labels).
+    prior : optional
+        metric-learn's ``LSML`` parameter (the matrix its LogDet regularizer pulls towards): the
+        regularizers here have no prior, so it is accepted, so that code written for ``LSML`` runs,
+        and ignored with one ``UserWarning`` when set.
+    verbose : bool
+        Print the solver, its iterations and the certificate after the fit.
 """
 
 
@@ -76,6 +82,10 @@ class _QwiseBase(MetricLearner):
         return f" with regularizer={self.regularizer!r}"
 
     def _fit_quadruplets(self, X, idx, weights=None, random_state=None):
+        if self.prior is not None:
+            warnings.warn(f"{type(self).__name__}: prior={self.prior!r} ignored: it is metric-learn's LSML prior (the "
+                          "matrix of its LogDet regularizer), and Qwise's regularizers (trace, frobenius, fantope) "
+                          "have none", UserWarning, stacklevel=3)
         if self.regularizer not in REGULARIZERS:
             raise ValueError(f"regularizer must be one of {REGULARIZERS}; got {self.regularizer!r}")
         if self.regularizer == "fantope":
@@ -98,7 +108,8 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
                + _DOC)
 
     def __init__(self, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, rank=None, trace_weight=0.0,
-                 solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None, random_state=None):
+                 solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None, random_state=None,
+                 prior=None, verbose=False):
         self.regularizer = regularizer
         self.reg_weight = reg_weight
         self.C_Q = C_Q
@@ -111,6 +122,8 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         self.solver_options = solver_options
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.prior = prior
+        self.verbose = verbose
 
     def fit(self, quadruplets, weights=None):
         """Learn from quadruplets ``(m, 4, d)`` (or ``(m, 4)`` indices with a preprocessor) and
@@ -142,7 +155,7 @@ class Qwise_Supervised(PointsLearner, _QwiseBase):
 
     def __init__(self, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, rank=None, trace_weight=0.0,
                  n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None,
-                 preprocessor=None, random_state=None):
+                 preprocessor=None, random_state=None, prior=None, verbose=False):
         self.regularizer = regularizer
         self.reg_weight = reg_weight
         self.C_Q = C_Q
@@ -156,6 +169,8 @@ class Qwise_Supervised(PointsLearner, _QwiseBase):
         self.solver_options = solver_options
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.prior = prior
+        self.verbose = verbose
 
     def fit(self, X, y):
         """Learn from points ``X`` (n, d) and class labels ``y``."""
