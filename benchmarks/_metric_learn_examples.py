@@ -68,7 +68,18 @@ def run_script(path: Path) -> list[dict]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    previous = sys.modules.get("metric_learn")
     sys.modules["metric_learn"] = metric_learn_namespace()
+    try:
+        return _run_cells(path, plt)
+    finally:    # the stand-in module is taken out again
+        if previous is None:
+            del sys.modules["metric_learn"]
+        else:
+            sys.modules["metric_learn"] = previous
+
+
+def _run_cells(path: Path, plt) -> list[dict]:
     namespace = {"__name__": "__main__", "__file__": str(path)}
     records = []
     for k, cell in enumerate(cells(path.read_text())):
