@@ -4,8 +4,8 @@ Loaded as the ``conftest.py`` of metric-learn's ``test/`` folder by
 ``python -m benchmarks.metric_learn_suite`` (which copies it there). Before the test modules are
 imported it points metric-learn's estimator names at cvxmetric's classes (``LSML`` at ``Qwise``);
 during the run it records, per test, which cvxmetric estimators the test touched (constructed,
-fitted or queried, or named among its parameters: a test of a private helper called on one of them
-counts for it) and how the test ended, and writes the records as JSON to the path in the
+fitted or queried, metric-learn's private ``_validate_calibration_params`` included) and how the
+test ended, and writes the records as JSON to the path in the
 environment variable ``CVXMETRIC_SUITE_RECORDS``. A test that touches no cvxmetric estimator
 (metric-learn's other classes, its private helpers, its mock estimators) is recorded with an
 empty set and reported apart.
@@ -13,6 +13,7 @@ empty set and reported apart.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from ._metric_learn_names import OTHERS, SUBSTITUTES
 #: The methods whose call marks a test as exercising an estimator.
 _TRACKED = ("__init__", "fit", "fit_transform", "transform", "predict", "decision_function", "score",
             "calibrate_threshold", "set_threshold", "pair_distance", "pair_score", "score_pairs",
-            "get_mahalanobis_matrix", "get_metric")
+            "get_mahalanobis_matrix", "get_metric", "_validate_calibration_params")
 
 _touched: set = set()
 _records: list = []
@@ -45,12 +46,24 @@ def _tracked(cls, name):
     return method
 
 
+def _tracked_static(cls, name):
+    """A static method's tracker: it has no instance, so the class it is installed on is recorded."""
+    original = getattr(cls, name)
+
+    @functools.wraps(original)
+    def function(*args, **kwargs):
+        _touched.add(cls.__name__)
+        return original(*args, **kwargs)
+    return staticmethod(function)
+
+
 def _install() -> None:
     for ml_name, ours in SUBSTITUTES.items():
         cls = getattr(cvxmetric, ours)
         for name in _TRACKED:
-            if name in vars(cls) or hasattr(cls, name):
-                setattr(cls, name, _tracked(cls, name))
+            if hasattr(cls, name):
+                static = isinstance(inspect.getattr_static(cls, name), staticmethod)
+                setattr(cls, name, (_tracked_static if static else _tracked)(cls, name))
         setattr(metric_learn, ml_name, cls)
 
 
@@ -85,9 +98,8 @@ def pytest_runtest_logreport(report):
             reason = crash.message.splitlines()[0] if crash is not None else str(report.longrepr).splitlines()[-1]
         elif report.outcome == "skipped" and isinstance(report.longrepr, tuple):
             reason = report.longrepr[2]
-        estimators = _touched | (_names_in(report.nodeid) & set(SUBSTITUTES.values()))
         _records.append({"nodeid": report.nodeid, "file": report.nodeid.split("::")[0],
-                         "outcome": report.outcome, "estimators": sorted(estimators), "reason": reason[:300]})
+                         "outcome": report.outcome, "estimators": sorted(_touched), "reason": reason[:300]})
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -15,7 +15,7 @@ metric-learn is kept in this repository. The plugin :mod:`benchmarks._metric_lea
 becomes that folder's ``conftest.py``: it points metric-learn's ``LMNN``, ``ITML``,
 ``ITML_Supervised``, ``MMC``, ``MMC_Supervised`` at cvxmetric's classes and ``LSML``,
 ``LSML_Supervised`` at ``Qwise``, ``Qwise_Supervised``, deselects the tests parametrized by
-metric-learn's other estimators only, and records which cvxmetric estimators each test touched or names.
+metric-learn's other estimators only, and records which cvxmetric estimators each test touched.
 
 ``--examples DIR`` also runs metric-learn's example scripts (``DIR/plot_*.py``; they are in
 metric-learn's repository, ``examples/`` at tag v0.7.0, not in its source distribution) with only

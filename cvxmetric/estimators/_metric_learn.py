@@ -1,8 +1,9 @@
 """metric-learn's constructor parameters, given their meaning for a convex problem solved to a certificate.
 
-* ``init`` is the solver's start (a PSD matrix ``M0 = L0.T @ L0`` from metric-learn's
-  initialisations of ``L``): a convex problem has the same optimum from any start, so ``init``
-  changes the iterations, never the certified result beyond its tolerance.
+* ``init`` is the solver's start (from metric-learn's initial map ``L0``, chosen by
+  :func:`initial_components` with metric-learn's ``"auto"`` rule; LMNN starts from the direction
+  ``L0.T @ L0`` scaled to the data's units): a convex problem has the same optimum from any start,
+  so ``init`` changes the iterations, never the certified result beyond its tolerance.
 * ``n_components`` keeps the ``n_components`` leading eigen-directions of the certified ``M`` in
   ``components_`` (see :func:`truncated_components`).
 * ``verbose`` prints the fit's certificate (:func:`report_fit`).
@@ -24,8 +25,9 @@ from ._inputs import ndim
 __all__ = ["INITS", "auto_init", "initial_components", "start_from_metric", "truncated_components", "warn_ignored", "report_fit",
            "check_n_components"]
 
-#: metric-learn's named initialisations of ``L`` (an array (k, d) is also accepted).
-INITS = ("auto", "identity", "random", "pca", "lda")
+#: metric-learn's named initialisations of ``L``, in its order (an array (k, d) is also accepted);
+#: ``"lda"`` needs class labels.
+INITS = ("auto", "pca", "identity", "random", "lda")
 
 
 def check_n_components(n_components, d: int) -> Optional[int]:
@@ -94,11 +96,10 @@ def initial_components(init, X: np.ndarray, y, n_components: Optional[int], rand
     k = d if n_components is None else n_components
     if not isinstance(init, str) and ndim(init) == 2:
         return _check_init_array(init, d, n_components)
-    names = INITS if y is not None else tuple(i for i in INITS if i != "lda")
-    if not isinstance(init, str) or init not in names:
+    names = INITS if y is not None else INITS[:-1]
+    if not isinstance(init, str) or init not in names:    # metric-learn's message, word for word
         raise ValueError("`init` must be '{}' or a numpy array of shape (n_components, n_features)."
-                         .format("', '".join(("auto", "pca", "identity", "random") + (("lda",) if y is not None
-                                                                                      else ()))))
+                         .format("', '".join(names)))
     if init == "auto":
         init = auto_init(n, d, n_components, None if y is None else len(np.unique(y)))
     if init == "identity":
