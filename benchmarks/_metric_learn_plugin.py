@@ -4,7 +4,8 @@ Loaded as the ``conftest.py`` of metric-learn's ``test/`` folder by
 ``python -m benchmarks.metric_learn_suite`` (which copies it there). Before the test modules are
 imported it points metric-learn's estimator names at cvxmetric's classes (``LSML`` at ``Qwise``);
 during the run it records, per test, which cvxmetric estimators the test touched (constructed,
-fitted or queried) and how the test ended, and writes the records as JSON to the path in the
+fitted or queried, metric-learn's private ``_validate_calibration_params`` included) and how the
+test ended, and writes the records as JSON to the path in the
 environment variable ``CVXMETRIC_SUITE_RECORDS``. A test that touches no cvxmetric estimator
 (metric-learn's other classes, its private helpers, its mock estimators) is recorded with an
 empty set and reported apart.
@@ -12,6 +13,7 @@ empty set and reported apart.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import re
@@ -20,19 +22,15 @@ import metric_learn
 
 import cvxmetric
 
-#: metric-learn's estimator name -> the cvxmetric estimator that stands in for it.
-SUBSTITUTES = {"LMNN": "LMNN", "ITML": "ITML", "ITML_Supervised": "ITML_Supervised", "MMC": "MMC",
-               "MMC_Supervised": "MMC_Supervised", "LSML": "Qwise", "LSML_Supervised": "Qwise_Supervised"}
-
-#: metric-learn's estimators that cvxmetric does not provide: a test parametrized by one of them
-#: alone (and by none of :data:`SUBSTITUTES`) runs metric-learn's own class and is deselected.
-OTHERS = {"Covariance", "LFDA", "MLKR", "NCA", "RCA", "RCA_Supervised", "SDML", "SDML_Supervised", "SCML",
-          "SCML_Supervised"}
+# SUBSTITUTES: metric-learn's estimator name -> the cvxmetric estimator that stands in for it;
+# OTHERS: metric-learn's estimators that cvxmetric does not provide: a test parametrized by one of
+# them alone (and by none of SUBSTITUTES) runs metric-learn's own class and is deselected.
+from ._metric_learn_names import OTHERS, SUBSTITUTES
 
 #: The methods whose call marks a test as exercising an estimator.
 _TRACKED = ("__init__", "fit", "fit_transform", "transform", "predict", "decision_function", "score",
             "calibrate_threshold", "set_threshold", "pair_distance", "pair_score", "score_pairs",
-            "get_mahalanobis_matrix", "get_metric")
+            "get_mahalanobis_matrix", "get_metric", "_validate_calibration_params")
 
 _touched: set = set()
 _records: list = []
@@ -48,12 +46,24 @@ def _tracked(cls, name):
     return method
 
 
+def _tracked_static(cls, name):
+    """A static method's tracker: it has no instance, so the class it is installed on is recorded."""
+    original = getattr(cls, name)
+
+    @functools.wraps(original)
+    def function(*args, **kwargs):
+        _touched.add(cls.__name__)
+        return original(*args, **kwargs)
+    return staticmethod(function)
+
+
 def _install() -> None:
     for ml_name, ours in SUBSTITUTES.items():
         cls = getattr(cvxmetric, ours)
         for name in _TRACKED:
-            if name in vars(cls) or hasattr(cls, name):
-                setattr(cls, name, _tracked(cls, name))
+            if hasattr(cls, name):
+                static = isinstance(inspect.getattr_static(cls, name), staticmethod)
+                setattr(cls, name, (_tracked_static if static else _tracked)(cls, name))
         setattr(metric_learn, ml_name, cls)
 
 
@@ -70,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
     kept, dropped = [], []
     for item in items:
         names = _names_in(item.nodeid)
-        (dropped if names & OTHERS and not names & ours else kept).append(item)
+        (dropped if names & set(OTHERS) and not names & ours else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

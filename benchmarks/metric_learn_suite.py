@@ -5,16 +5,22 @@ Run from the repository root::
     python -m benchmarks.metric_learn_suite                      # builds the environment on first use
     python -m benchmarks.metric_learn_suite --venv /tmp/venv-mlsuite --workdir /tmp/mlsuite
     python -m benchmarks.metric_learn_suite --records /tmp/mlsuite/records.json   # the table of a finished run
+    python -m benchmarks.metric_learn_suite --examples <metric-learn checkout>/examples   # its examples too
 
 metric-learn 0.7.0's helpers need scikit-learn < 1.6, so the suite runs in its own virtual
-environment (``--venv``; made when missing: scikit-learn 1.5.2, pytest < 8, metric-learn 0.7.0 and this
-repository, editable). Its source distribution is downloaded from the package registry at run
+environment (``--venv``; made when missing: scikit-learn 1.5.2, pytest < 8, metric-learn 0.7.0, matplotlib and
+this repository, editable). Its source distribution is downloaded from the package registry at run
 time (``pip download --no-binary :all:``) and only its ``test/`` folder is used; nothing of
 metric-learn is kept in this repository. The plugin :mod:`benchmarks._metric_learn_plugin`
 becomes that folder's ``conftest.py``: it points metric-learn's ``LMNN``, ``ITML``,
 ``ITML_Supervised``, ``MMC``, ``MMC_Supervised`` at cvxmetric's classes and ``LSML``,
 ``LSML_Supervised`` at ``Qwise``, ``Qwise_Supervised``, deselects the tests parametrized by
 metric-learn's other estimators only, and records which cvxmetric estimators each test touched.
+
+``--examples DIR`` also runs metric-learn's example scripts (``DIR/plot_*.py``; they are in
+metric-learn's repository, ``examples/`` at tag v0.7.0, not in its source distribution) with only
+the import changed, cell by cell (:mod:`benchmarks._metric_learn_examples`): a cell that constructs
+an estimator cvxmetric does not have is skipped and listed.
 
 Printed: the tests that exercise a cvxmetric estimator, passed / failed / skipped per test file and
 per estimator, and every remaining failure grouped by its reason (the exception's first line).
@@ -38,12 +44,16 @@ from benchmarks._report import run_main
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = Path(__file__).resolve().parent / "_metric_learn_plugin.py"
+NAMES = Path(__file__).resolve().parent / "_metric_learn_names.py"
+EXAMPLES = Path(__file__).resolve().parent / "_metric_learn_examples.py"
 
 #: The metric-learn release whose suite runs, and the scikit-learn its helpers need (< 1.6).
 METRIC_LEARN = "metric-learn==0.7.0"
 SCIKIT_LEARN = "scikit-learn==1.5.2"
 #: metric-learn's suite calls ``pytest.warns(None)``, which pytest 8 rejects (a TypeError in every such test).
 PYTEST = "pytest<8"
+#: metric-learn's examples draw with matplotlib (its Agg backend here).
+MATPLOTLIB = "matplotlib"
 
 
 def _run(cmd: list[str], **kwargs) -> None:
@@ -56,7 +66,7 @@ def ensure_venv(venv: Path) -> Path:
     python = venv / "bin" / "python"
     if not python.exists():
         _run([sys.executable, "-m", "venv", venv])
-        _run([python, "-m", "pip", "install", "-q", SCIKIT_LEARN, PYTEST, METRIC_LEARN])
+        _run([python, "-m", "pip", "install", "-q", SCIKIT_LEARN, PYTEST, METRIC_LEARN, MATPLOTLIB])
         _run([python, "-m", "pip", "install", "-q", "-e", REPO, SCIKIT_LEARN])
     return python
 
@@ -76,6 +86,7 @@ def prepare_tests(python: Path, workdir: Path) -> Path:
         tar.extractall(workdir, members=members, filter="data")
     (tests / "__init__.py").touch()       # "test" as a package, ahead of the standard library's
     shutil.copy(PLUGIN, tests / "conftest.py")
+    shutil.copy(NAMES, tests / NAMES.name)
     return tests
 
 
@@ -83,6 +94,31 @@ def run_suite(python: Path, workdir: Path, records: Path) -> None:
     env = dict(os.environ, CVXMETRIC_SUITE_RECORDS=str(records), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     subprocess.run([str(python), "-m", "pytest", "test", "-q", "-p", "no:cacheprovider", "-W", "ignore"],
                    cwd=workdir, env=env, stdout=subprocess.DEVNULL, check=False)
+
+
+def run_examples(python: Path, folder: Path, records: Path) -> list[dict]:
+    """metric-learn's example scripts in ``folder`` run by :mod:`benchmarks._metric_learn_examples`; its records."""
+    scripts = sorted(folder.glob("plot_*.py"))
+    if not scripts:
+        raise SystemExit(f"--examples {folder}: no plot_*.py there (metric-learn's examples/ folder, e.g. of a "
+                         "checkout of its repository at tag v0.7.0)")
+    env = dict(os.environ, MPLBACKEND="Agg", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    subprocess.run([str(python), str(EXAMPLES), str(records), *map(str, scripts)], cwd=records.parent, env=env,
+                   stdout=subprocess.DEVNULL, check=True)
+    return json.loads(records.read_text())
+
+
+def summarize_examples(records: list[dict]) -> str:
+    """Per example script: cells passed / failed / skipped, and each skipped or failed cell's reason."""
+    header = f"{'':<42} {'cells':>5} {'passed':>7} {'failed':>7} {'skipped':>8}"
+    lines = ["metric-learn's examples, only the import changed (cells; sphinx-gallery cells)", header]
+    by_script = defaultdict(Counter)
+    for r in records:
+        by_script[r["script"]][r["outcome"]] += 1
+    lines += [_count_row(name, by_script[name]) for name in sorted(by_script)]
+    notes = [f"  {r['script']} cell {r['cell']}: {r['outcome']}: {r['reason']}" for r in records
+             if r["outcome"] != "passed"]
+    return "\n".join(lines + (["", "cells not run to the end"] + notes if notes else []))
 
 
 def _count_row(label: str, outcomes: Counter) -> str:
@@ -133,6 +169,8 @@ def main(argv=None) -> int:
                         help="where the sdist, its test folder and the records go")
     parser.add_argument("--records", type=Path, default=None,
                         help="print the tables of these records of a finished run instead of running the suite")
+    parser.add_argument("--examples", type=Path, default=None,
+                        help="also run metric-learn's example scripts of this folder (its repository's examples/)")
     args = parser.parse_args(argv)
     records = args.records
     if records is None:
@@ -143,6 +181,11 @@ def main(argv=None) -> int:
         run_suite(python, args.workdir, records)
     print(f"metric-learn's test suite ({METRIC_LEARN}, {SCIKIT_LEARN}) against cvxmetric's estimators")
     print(summarize(json.loads(records.read_text())))
+    if args.examples is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        print()
+        print(summarize_examples(run_examples(ensure_venv(args.venv), args.examples.resolve(),
+                                              args.workdir / "examples.json")))
     return 0
 
 

@@ -61,7 +61,7 @@ from .certificates import Bounds
 from .constraints import ConstraintSet
 from .linalg import power_of_two, project_psd, symmetrize
 
-__all__ = ["MMCModel", "min_form_value", "SPAN_RTOL", "RANGE_RTOL"]
+__all__ = ["MMCModel", "DiagonalMMCModel", "min_form_value", "SPAN_RTOL", "RANGE_RTOL"]
 
 #: A dissimilar difference counts as inside the range of C_S when its component outside that range
 #: is at most SPAN_RTOL times its length (both in equilibrated coordinates). A difference that is
@@ -293,4 +293,162 @@ class MMCModel:
         r"""The certified interval of M's ray: ``upper`` = :meth:`scale_free_value` (the value of
         :meth:`make_feasible` (M)), ``lower`` = :meth:`lower_bound` (M)."""
         P = self.psd_part(M)
+        return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))
+
+
+class DiagonalMMCModel:
+    r"""MMC over diagonal metrics :math:`M = \operatorname{diag}(a)`, :math:`a \ge 0` (metric-learn's ``diagonal=True``).
+
+    With :math:`q_p = u_p \circ u_p` (the squared coordinates of a difference :math:`u_p`) and
+    :math:`s = \sum_S w_p q_p`, the min and max forms of :class:`MMCModel` restricted to diagonal
+    matrices read
+
+    .. math:: p^*_{\min} = \min_{a \ge 0}\ s^\top a \ \ \text{s.t.}\ \ g(a) = \sum_D w_p \sqrt{q_p^\top a} \ge 1,
+              \qquad p^*_{\max} = \max_{a \ge 0,\ s^\top a \le 1} g(a),
+
+    both convex, with the same scale identity :math:`p^*_{\min} = 1 / (p^*_{\max})^2`.
+
+    Certificate: as for the full MMC (module docstring), with :math:`G = \nabla g(a)` and
+    :math:`\lambda(a) = \max_{a' \ge 0, s^\top a' \le 1} G^\top a' = \max(0, \max_i G_i / s_i)` (a vertex
+    :math:`e_i / s_i` of the feasible set, or 0): :math:`p^*_{\min} \ge \ell(a) = 1 / (2 g(a) \lambda(a))`
+    at every :math:`a \ge 0` with positive dissimilar distances, a function of the ray of :math:`a`.
+
+    metric-learn's diagonal MMC minimises :math:`s^\top w - c \log \sum_D \sqrt{q_p^\top w}` (``c`` =
+    ``diagonal_c``). Writing :math:`w = t\,u` with :math:`s^\top u = 1` it is
+    :math:`t - (c/2) \log t - c \log g(u)`: the best :math:`u` is the max form's solution and
+    :math:`t = c/2`, so its minimiser is :math:`(c/2)\,a^* / s^\top a^*` (:meth:`metric_learn_scale`):
+    the same metric up to a scale, which ``c`` alone sets.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    constraints : ConstraintSet
+        Similar and dissimilar pairs, as for :class:`MMCModel` (dissimilar pairs of zero length dropped).
+
+    Attributes
+    ----------
+    s : ndarray, shape (d,)
+        :math:`\sum_S w_p q_p`.
+    QD : ndarray, shape (q, d)
+        :math:`q_p` of the dissimilar pairs, with weights ``wD``.
+    active : ndarray of bool, shape (d,)
+        Features with :math:`s_i > 0`; the others have :math:`a_i = 0`.
+
+    Raises
+    ------
+    ValueError
+        As :class:`MMCModel` for the pairs; and when a feature is constant on every similar pair
+        (:math:`s_i = 0`) but not on some dissimilar pair: :math:`a = t e_i` then reaches
+        objective 0 (the problem is degenerate).
+    """
+
+    def __init__(self, X, constraints: ConstraintSet):
+        X = as_data_matrix(X)
+        if not isinstance(constraints, ConstraintSet):
+            raise TypeError(f"constraints must be a ConstraintSet of pairs; got {type(constraints).__name__}")
+        constraints.validate(X.shape[0], name="constraints")
+        if np.any(constraints.is_relative):
+            q = int(np.argmax(constraints.is_relative))
+            raise ValueError(f"MMC uses similar and dissimilar pairs only; constraint {q} = "
+                             f"{tuple(constraints.idx[q])} is relative (a triplet or quadruplet)")
+        idx, w = constraints.idx, np.asarray(constraints.weight, dtype=np.float64)
+        sim, dis = constraints.is_similar, constraints.is_dissimilar
+        if not np.any(sim):
+            raise ValueError("MMC needs at least one similar pair (the objective sums their distances)")
+        self.X, self.d, self.constraints = X, X.shape[1], constraints
+        US = X[idx[sim, 0]] - X[idx[sim, 1]]
+        UD = X[idx[dis, 2]] - X[idx[dis, 3]]
+        keep = ~zero_length_mask(UD, X)
+        self.QD, self.wD = UD[keep] ** 2, w[dis][keep]
+        if self.QD.shape[0] == 0 or not np.any(self.wD > 0):
+            raise ValueError("MMC needs at least one dissimilar pair of distinct points with positive weight")
+        self.s = w[sim] @ US ** 2
+        self.active = self.s > 0
+        if not np.any(self.active):
+            raise ValueError("the similar pairs all have zero length (or weight): s = 0 and MMC is unbounded")
+        outside = (self.QD[:, ~self.active] > 0) & (self.wD > 0)[:, None]
+        if np.any(outside):
+            q, col = (int(k[0]) for k in np.nonzero(outside))
+            i = int(np.flatnonzero(~self.active)[col])
+            raise ValueError(f"the diagonal MMC is degenerate: feature {i} is constant on every similar pair but "
+                             f"not on dissimilar pair {q}, so a weight on that feature alone reaches objective 0; "
+                             "remove the feature or add similar pairs that vary in it")
+
+    # ------------------------------------------------------------------ values
+    def similar_sum(self, a) -> float:
+        r""":math:`f(a) = s^\top a`."""
+        return float(self.s @ np.asarray(a, dtype=np.float64))
+
+    def dissimilar_distances(self, a) -> np.ndarray:
+        r""":math:`q_p^\top a` of the dissimilar pairs, clipped at 0."""
+        return np.maximum(self.QD @ np.asarray(a, dtype=np.float64), 0.0)
+
+    def dissimilar_sum(self, a) -> float:
+        r""":math:`g(a) = \sum_D w_p \sqrt{q_p^\top a}`."""
+        return float(self.wD @ np.sqrt(self.dissimilar_distances(a)))
+
+    def value(self, a) -> float:
+        """Min-form objective ``f(a) / min(1, g(a))**2`` (as :meth:`MMCModel.value`)."""
+        return min_form_value(self.similar_sum(a), self.dissimilar_sum(a))
+
+    def scale_free_value(self, a) -> float:
+        r""":math:`f(a) / g(a)^2`: the min-form objective after the best rescaling of ``a``."""
+        g = self.dissimilar_sum(a)
+        return float("inf") if g <= 0 else self.similar_sum(a) / g ** 2
+
+    def nonneg_part(self, a) -> np.ndarray:
+        """``a`` clipped at 0, with the features of ``s_i = 0`` set to 0 (they change no distance
+        of a pair the problem reads except to make it degenerate, which the model rejects)."""
+        return np.where(self.active, np.maximum(np.asarray(a, dtype=np.float64), 0.0), 0.0)
+
+    def make_feasible(self, a) -> np.ndarray:
+        r"""Any ``a`` mapped onto the min form's boundary: :math:`P / g(P)^2`, P = :meth:`nonneg_part` (a)."""
+        P = self.nonneg_part(a)
+        g = self.dissimilar_sum(P)
+        return P / g ** 2 if g > 0 else P
+
+    def default_start(self) -> np.ndarray:
+        r""":math:`a_i = 1 / (k s_i)` on the ``k`` active features: :math:`s^\top a = 1`, every dissimilar distance positive."""
+        return np.where(self.active, 1.0 / np.where(self.active, self.s, 1.0), 0.0) / int(self.active.sum())
+
+    def metric_learn_scale(self, a, diagonal_c: float = 1.0) -> np.ndarray:
+        r"""The point of ``a``'s ray that minimises metric-learn's diagonal objective (class docstring):
+        :math:`(c/2)\, a / s^\top a`."""
+        P = self.nonneg_part(a)
+        return 0.5 * float(diagonal_c) * P / self.similar_sum(P)
+
+    # ------------------------------------------------------------------ certificate
+    def gradient(self, a, distances: np.ndarray | None = None) -> np.ndarray:
+        r""":math:`\nabla g(a) = \sum_D \frac{w_p}{2\sqrt{q_p^\top a}} q_p` (requires every distance > 0)."""
+        D = self.dissimilar_distances(a) if distances is None else distances
+        if np.any(D <= 0):
+            raise ValueError("g is not differentiable where a dissimilar distance is 0")
+        return (self.wD / (2.0 * np.sqrt(D))) @ self.QD
+
+    def linear_max(self, G) -> float:
+        r""":math:`\max_{a \ge 0,\ s^\top a \le 1} G^\top a = \max(0, \max_i G_i / s_i)` over the active features."""
+        return max(0.0, float(np.max(np.asarray(G)[self.active] / self.s[self.active])))
+
+    def ray_bound(self, g: float, G) -> float:
+        r""":math:`1 / (2 g \lambda)` from :math:`g = g(a)` and :math:`G = \nabla g(a)`."""
+        lam = self.linear_max(G)
+        return 1.0 / (2.0 * g * lam) if g > 0 and lam > 0 else 0.0
+
+    def lower_bound(self, a) -> float:
+        r"""Certified lower bound :math:`\ell(a) \le p^*_{\min}` from any ``a`` (its :meth:`nonneg_part`);
+        where a dissimilar distance is 0 the point is first moved by :data:`CERT_MIX` towards
+        :meth:`default_start`, as in :meth:`MMCModel.lower_bound`. 0 when no finite bound exists."""
+        P = self.nonneg_part(a)
+        D = self.dissimilar_distances(P)
+        if np.any(D <= CERT_MIX * float(np.max(D, initial=0.0))):
+            f = self.similar_sum(P)
+            P = (1.0 - CERT_MIX) * P + CERT_MIX * (f if f > 0 else 1.0) * self.default_start()
+            D = self.dissimilar_distances(P)
+        if np.any(D <= 0):
+            return 0.0
+        return self.ray_bound(float(self.wD @ np.sqrt(D)), self.gradient(P, D))
+
+    def bounds(self, a) -> Bounds:
+        r"""The certified interval of ``a``'s ray: :meth:`scale_free_value` and :meth:`lower_bound`."""
+        P = self.nonneg_part(a)
         return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))

@@ -41,6 +41,15 @@ Certification hooks of the min form (:mod:`cvxmetric.formulations.ladder`):
 
 The fast solver's certificate (:mod:`cvxmetric.solvers.mmc`) is the same function, so ground truth and
 fast solver are held to one bound.
+
+Diagonal form (:func:`build_mmc_diagonal`, metric-learn's ``diagonal=True``): the min form over
+:math:`M = \operatorname{diag}(a)`,
+
+.. math:: \min_{a \ge 0}\ s^\top a \quad\text{s.t.}\quad \sum_D w_p \sqrt{q_p^\top a} \ge 1
+          \qquad (\text{"nonneg"},\ \text{"dissimilar"}),
+
+:math:`q_p` the squared coordinates of a difference, :math:`s = \sum_S w_p q_p`; its point is the matrix
+:math:`\operatorname{diag}(a)` and its hooks are those of :class:`cvxmetric.mmc.DiagonalMMCModel`.
 """
 from __future__ import annotations
 
@@ -51,12 +60,12 @@ from cvxmetric._checks import as_square_symmetric
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.linalg import svec_outer
 from cvxmetric.linalg import power_of_two
-from cvxmetric.mmc import MMCModel, min_form_value
+from cvxmetric.mmc import DiagonalMMCModel, MMCModel, min_form_value
 
 from .base import Formulation, Normalization, symmetric_parameter
 from .hinge import svec_expr, svec_weights
 
-__all__ = ["build_mmc", "build_mmc_max", "CLARABEL_TIGHT"]
+__all__ = ["build_mmc", "build_mmc_max", "build_mmc_diagonal", "CLARABEL_TIGHT"]
 
 #: Clarabel options of the MMC forms. The KKT stationarity residual goes through
 #: grad g = sum_D C_p / (2 sqrt(D_p)), which amplifies the solver's error: at the default 1e-7
@@ -155,3 +164,45 @@ def build_mmc_max(X, constraints: ConstraintSet) -> Formulation:
     return Formulation(method="mmc_max", problem=problem, variables={"M": M}, constraints=cons,
                        point_name="M", evaluate=evaluate, model=model, info={"form": "max"},
                        solver_options={"CLARABEL": CLARABEL_TIGHT})
+
+
+def build_mmc_diagonal(X, constraints: ConstraintSet) -> Formulation:
+    r"""The diagonal MMC min form with named constraints ``nonneg`` and ``dissimilar`` (module docstring).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    constraints : ConstraintSet
+        Similar and dissimilar pairs, see :class:`cvxmetric.mmc.DiagonalMMCModel`.
+
+    Returns
+    -------
+    Formulation
+        Variable ``a`` (the diagonal) and the point ``M = diag(a)`` (point name ``"M"``); constraints
+        ``nonneg`` (dual z) and ``dissimilar`` (scalar dual nu); ``model`` the
+        :class:`~cvxmetric.mmc.DiagonalMMCModel` the fast solver reads. A point's value is
+        :math:`f(a) / \min(1, g(a))^2` of its diagonal, as for the full form.
+    """
+    model = DiagonalMMCModel(X, constraints)
+    d = model.d
+    a = cp.Variable(d, name="a")
+    M = cp.Variable((d, d), symmetric=True, name="M")
+    cons = {"nonneg": a >= 0, "dissimilar": model.wD @ cp.sqrt(model.QD @ a) >= 1, "diagonal": M == cp.diag(a)}
+    problem = cp.Problem(cp.Minimize(model.s @ a), list(cons.values()))
+
+    def evaluate(point) -> float:
+        diag = np.diag(as_square_symmetric(point, "M", d=d))
+        return model.value(np.maximum(diag, 0.0)) if np.all(diag >= 0) else float("inf")
+
+    def dual_bound(solution) -> float | None:
+        if solution.point is None or not np.all(np.isfinite(solution.point)):
+            return None
+        return model.lower_bound(np.diag(solution.point))
+
+    def make_feasible(point) -> np.ndarray:
+        return np.diag(model.make_feasible(np.diag(np.asarray(point, dtype=np.float64))))
+
+    return Formulation(method="mmc_diagonal", problem=problem, variables={"M": M, "a": a}, constraints=cons,
+                       point_name="M", evaluate=evaluate, model=model, info={"form": "min", "diagonal": True},
+                       solver_options={"CLARABEL": CLARABEL_TIGHT}, make_feasible=make_feasible,
+                       dual_bound=dual_bound)

@@ -12,6 +12,7 @@ facade                    ``method=``                                     defaul
 ``solve_fantope``         ``"mm"``, ``"subgradient"``, ``"factor"``       ``"mm"``
 ``solve_lmnn``            ``"subgradient"``, ``"pdhg"``                   ``"subgradient"``
 ``solve_mmc``             ``"ascent"``                                    ``"ascent"``
+``solve_mmc_diagonal``    ``"ascent"``                                    ``"ascent"``
 ``solve_itml``            ``"bregman"``                                   ``"bregman"``
 ``solve_boostmetric``     ``"column_generation"`` (hinge loss),           per loss
                           ``"projected_gradient"``,
@@ -27,10 +28,10 @@ from .boostmetric import solve_boostmetric
 from .fantope import solve_fantope
 from .itml import solve_itml
 from .lmnn import solve_lmnn
-from .mmc import solve_mmc
+from .mmc import solve_mmc, solve_mmc_diagonal
 from .orml import solve_orml
 from .qwise import solve_qwise, solve_qwise_vector
 from .result import SolverResult
 
-__all__ = ["solve_qwise", "solve_qwise_vector", "solve_fantope", "solve_lmnn", "solve_mmc", "solve_itml",
+__all__ = ["solve_qwise", "solve_qwise_vector", "solve_fantope", "solve_lmnn", "solve_mmc", "solve_mmc_diagonal", "solve_itml",
            "solve_boostmetric", "solve_orml", "SolverResult"]

@@ -133,7 +133,7 @@ def test_calibration_accepts_or_rejects_every_pair_when_that_is_best():
     assert best_threshold(alternating, np.arange(6) % 2 == 0, "f_beta", beta=1.0) == alternating.max()
 
 
-@pytest.mark.parametrize("kwargs, match", [({"strategy": "weird"}, "strategy must be one of"),
+@pytest.mark.parametrize("kwargs, match", [({"strategy": "weird"}, 'Strategy can either be "accuracy", "f_beta" or "max_tpr" or "max_tnr". Got "weird"'),
                                            ({"strategy": "max_tpr"}, "min_rate must be a number in"),
                                            ({"strategy": "max_tnr", "min_rate": 1.2}, "min_rate must be a number in"),
                                            ({"strategy": "max_tnr", "min_rate": "0.5"}, "min_rate must be a number"),
@@ -172,14 +172,14 @@ def test_itml_singular_prior_is_a_linalg_error(iris_small):
     X, y = iris_small
     pairs, yp = _labelled_pairs(X, y, 40, seed=2)
     singular = np.diag([1.0, 1.0, 1.0, 0.0])
-    with pytest.raises(np.linalg.LinAlgError, match="prior is not positive definite"):
+    with pytest.raises(np.linalg.LinAlgError, match="strictly positive definite matrix as `prior`"):
         ITML(prior=singular).fit(pairs, yp)
-    with pytest.raises(ValueError, match="prior is not positive definite"):
+    with pytest.raises(ValueError, match="strictly positive definite matrix as `prior`"):
         ITML_Supervised(prior=singular, n_constraints=20).fit(X, y)
     X_dependent = np.hstack([X, X[:, :1]])                 # a repeated feature: singular covariance
-    with pytest.raises(SingularPriorError, match="covariance of X"):
+    with pytest.raises(SingularPriorError, match="inverse of the covariance matrix since it is not definite"):
         ITML_Supervised(prior="covariance", n_constraints=20, random_state=0).fit(X_dependent, y)
-    with pytest.raises(ValueError, match="prior must be one of"):
+    with pytest.raises(ValueError, match="`prior` must be 'identity', 'covariance', 'random' or a numpy array"):
         ITML(prior="pca").fit(pairs, yp)
 
 
@@ -219,7 +219,7 @@ def test_score_pairs_is_the_deprecated_pair_distance(iris_small):
     from cvxmetric import ITML
     pairs, yp = _labelled_pairs(*iris_small, 40, seed=4)
     est = ITML(random_state=0).fit(pairs, yp)
-    with pytest.warns(FutureWarning, match="score_pairs is deprecated"):
+    with pytest.warns(FutureWarning, match="score_pairs will be deprecated in release 0.7.0. Use pair_score"):
         dist = est.score_pairs(pairs)
     np.testing.assert_array_equal(dist, est.pair_distance(pairs))
 
@@ -230,24 +230,24 @@ def test_lmnn_init_is_a_start_that_keeps_the_certified_optimum(iris_small):
     X, y = iris_small
     fits = {init: LMNN(n_neighbors=3, init=init, random_state=0).fit(X, y)
             for init in ("auto", "identity", "random", "pca", "lda")}
-    fits["array"] = LMNN(n_neighbors=3, init=np.eye(X.shape[1])[:2]).fit(X, y)
+    fits["array"] = LMNN(n_neighbors=3, init=np.eye(X.shape[1])[:2], n_components=2).fit(X, y)
     best = min(f.certificate_.objective for f in fits.values())
     for name, fit in fits.items():
         assert fit.certificate_.certified, name
         # two certified objectives differ by at most the larger certified relative gap
         assert fit.certificate_.objective - best <= fit.certificate_.value * abs(fit.certificate_.objective), name
-    with pytest.raises(ValueError, match="init must be one of"):
+    with pytest.raises(ValueError, match="`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a numpy"):
         LMNN(init="zeros").fit(X, y)
 
 
 def test_lmnn_n_components_keeps_the_leading_directions(iris_small):
     from cvxmetric import LMNN
     X, y = iris_small
-    full = LMNN(n_neighbors=3).fit(X, y)
     two = LMNN(n_neighbors=3, n_components=2).fit(X, y)
     assert two.transform(X).shape == (X.shape[0], 2)
-    np.testing.assert_allclose(two.components_, full.components_[:2])
-    with pytest.raises(ValueError, match="n_components must be None or an integer in"):
+    # the leading rows of the certified M's map (init="auto" chose metric-learn's "lda" start here)
+    np.testing.assert_array_equal(two.components_, two.problem_.components(two.result_)[:2])
+    with pytest.raises(ValueError, match=r"Invalid n_components, must be in \[1, 4\]"):
         LMNN(n_components=9).fit(X, y)
 
 
@@ -274,7 +274,7 @@ def test_convergence_tol_is_the_solver_tolerance(iris_small):
         LMNN(convergence_tol=-1.0).fit(X, y)
 
 
-def test_mmc_init_is_a_start_and_diagonal_is_rejected(iris_small):
+def test_mmc_init_is_a_start(iris_small):
     X, y = iris_small
     fits = [MMC_Supervised(n_constraints=20, init=init, random_state=0).fit(X, y)
             for init in (None, "identity", "covariance", "random", np.diag([1.0, 2.0, 3.0, 4.0]))]
@@ -282,14 +282,12 @@ def test_mmc_init_is_a_start_and_diagonal_is_rejected(iris_small):
     for fit in fits:
         assert fit.certificate_.certified
         assert fit.certificate_.objective - best <= fit.certificate_.value * abs(fit.certificate_.objective)
-    with pytest.raises(ValueError, match="diagonal MMC is not provided"):
-        MMC_Supervised(diagonal=True).fit(X, y)
 
 
 def test_mmc_covariance_start_of_singular_data_is_its_pseudo_inverse(iris_small):
     X, y = iris_small
     X_dependent = np.hstack([X, X[:, :2] @ [[2.0], [3.0]]])
-    with pytest.warns(UserWarning, match="starts from its pseudo-inverse"):
+    with pytest.warns(UserWarning, match="The covariance matrix is not invertible: using the pseudo-inverse instead"):
         fit = MMC_Supervised(n_constraints=20, init="covariance", random_state=0).fit(X_dependent, y)
     assert fit.certificate_.certified
 
@@ -322,3 +320,174 @@ def test_metric_learn_walkthrough_calls_run_with_the_import_changed():
     pairs = np.vstack([same, other])
     labels = np.concatenate([np.ones(len(same)), -np.ones(len(same))])     # floats, as in the example
     assert ITML(preprocessor=X).fit(pairs, labels).transform(X).shape == X.shape
+
+
+# ------------------------------------------------------------------ metric-learn's init="auto" and messages
+@pytest.mark.parametrize("n_classes, n_features, n_samples, n_components, expected",
+                         [(None, 3, 20, 3, "identity"), (None, 3, 2, 3, "identity"), (None, 5, 3, 4, "identity"),
+                          (None, 4, 5, 3, "pca"), (4, 5, 6, 3, "lda"), (3, 6, 3, 3, "identity"),
+                          (2, 5, 6, 4, "pca"), (10, 2, 6, 2, "lda"), (3, 4, 6, 2, "lda")])
+def test_auto_init_is_metric_learns_rule(n_classes, n_features, n_samples, n_components, expected):
+    from cvxmetric.estimators._metric_learn import auto_init
+    assert auto_init(n_samples, n_features, n_components, n_classes) == expected
+
+
+@pytest.mark.filterwarnings("ignore:lmnn-pdhg. stopped .max iter.")      # max_iter=3: the starts compared
+@pytest.mark.parametrize("n_components, chosen", [(2, "lda"), (3, "pca"), (None, "identity")])
+def test_lmnn_auto_init_fits_as_the_init_it_chooses(iris_small, n_components, chosen):
+    from cvxmetric import LMNN
+    X, y = iris_small        # 4 features, 3 classes: lda for k <= 2, pca for k = 3, identity for k = 4
+    auto = LMNN(n_components=n_components, init="auto", max_iter=3).fit(X, y)
+    named = LMNN(n_components=n_components, init=chosen, max_iter=3).fit(X, y)
+    np.testing.assert_array_equal(auto.components_, named.components_)
+
+
+def test_lmnn_named_inits_start_at_the_datas_scale(iris_small):
+    """A named init is a direction; the start is scaled to the data's units, so data in other
+    units take the same path (the same iterations, the metric scaled by 1/s^2)."""
+    from cvxmetric import LMNN
+    X, y = iris_small
+    for init in ("pca", "lda", "random"):
+        a = LMNN(init=init, n_components=2, random_state=0).fit(X, y)
+        b = LMNN(init=init, n_components=2, random_state=0).fit(X * 1e-3, y)
+        assert a.certificate_.certified and b.certificate_.certified and a.n_iter_ == b.n_iter_, init
+        np.testing.assert_allclose(b.get_mahalanobis_matrix() * 1e-6, a.get_mahalanobis_matrix(), rtol=1e-6,
+                                   atol=1e-9 * np.abs(a.get_mahalanobis_matrix()).max())
+
+
+def test_init_array_and_n_components_messages_are_metric_learns(iris_small):
+    from cvxmetric import LMNN
+    X, y = iris_small
+    cases = [(np.ones((4, 5)), None, r"The input dimensionality \(5\) of the given linear transformation `init` "
+                                     r"must match the dimensionality of the given inputs `X` \(4\)\."),
+             (np.ones((5, 4)), None, r"The output dimensionality \(5\) of the given linear transformation `init` "
+                                     r"cannot be greater than its input dimensionality \(4\)\."),
+             (np.eye(4), 3, r"The preferred dimensionality of the projected space `n_components` \(3\) does not "
+                            r"match the output dimensionality of the given linear transformation `init` \(4\)!"),
+             ("auto", 0, r"^Invalid n_components, must be in \[1, 4\]$"),
+             (1, None, r"^`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a numpy array of shape")]
+    for init, k, message in cases:
+        with pytest.raises(ValueError, match=message):
+            LMNN(init=init, n_components=k).fit(X, y)
+
+
+def test_input_shape_messages_are_metric_learns(iris_small):
+    from cvxmetric import ITML
+    X, y = iris_small
+    est = ITML(random_state=0).fit(*_labelled_pairs(X, y, 40, seed=6))
+    with pytest.raises(ValueError) as err:
+        est.pair_distance(X[:2])
+    assert str(err.value) == ("3D array of formed tuples expected by ITML. Found 2D array instead:\n"
+                              f"input={X[:2]}. Reshape your data and/or use a preprocessor.\n")
+    with pytest.raises(ValueError) as err:
+        est.transform(X[0])
+    assert str(err.value) == ("2D array of formed points expected by ITML. Found 1D array instead:\n"
+                              f"input={X[0]}. Reshape your data and/or use a preprocessor.\n")
+    triplets = X[:6].reshape(2, 3, 4)
+    with pytest.raises(ValueError) as err:
+        est.pair_score(triplets)
+    assert str(err.value) == ("Tuples of 2 element(s) expected by ITML. Got tuples of 3 element(s) instead "
+                              f"(shape=(2, 3, 4)):\ninput={triplets}.\n")
+    with pytest.raises(ValueError, match=r"^Tuples of 2 element\(s\) expected by ITML"):
+        ITML().pair_score(triplets)                      # the input is checked before the fit, as in metric-learn
+    with pytest.raises(ValueError, match=r"^When training on pairs, the labels \(y\) should contain only values"):
+        ITML().fit(*_labelled_pairs(X, y, 40, seed=6)[:1], np.zeros(40))
+
+
+def test_calibration_is_checked_before_the_fit(iris_small, monkeypatch):
+    from cvxmetric import MMC
+    pairs, yp = _labelled_pairs(*iris_small, 40, seed=7)
+    est = MMC()
+    monkeypatch.setattr(est, "_fit_pairs", lambda *a: pytest.fail("fitted before checking calibration_params"))
+    with pytest.raises(ValueError, match='^Strategy can either be "accuracy"'):
+        est.fit(pairs, yp, calibration_params={"strategy": "weird"})
+
+
+def test_qwise_drops_quadruplets_of_two_identical_pairs(iris_small):
+    from cvxmetric import Qwise
+    X, _ = iris_small
+    rng = np.random.default_rng(0)
+    Q = X[rng.integers(0, len(X), (30, 4))]
+    twice = np.vstack([Q, X[[[5, 5, 9, 9]]]])           # a quadruplet of two zero-length pairs
+    with pytest.warns(UserWarning, match=r"^1 of the 31 quadruplets compare two pairs of identical points"):
+        dropped = Qwise(random_state=0).fit(twice)
+    np.testing.assert_array_equal(dropped.components_, Qwise(random_state=0).fit(Q).components_)
+    with pytest.raises(ValueError, match="every quadruplet compares two pairs of identical points"):
+        with pytest.warns(UserWarning):
+            Qwise().fit(X[[[5, 5, 9, 9]]])
+
+
+def test_only_the_learners_from_points_are_scikit_learn_transformers(iris_small):
+    """A pipeline ending in a tuple learner predicts and scores tuples as the learner does; it has
+    no transform of its training tuples (transform takes points), as in metric-learn."""
+    from sklearn.base import TransformerMixin
+    from sklearn.pipeline import make_pipeline
+
+    from cvxmetric import ITML, LMNN, MMC, ORML, BoostMetric, Qwise
+    assert all(issubclass(c, TransformerMixin) for c in (LMNN, ITML_Supervised, MMC_Supervised, Qwise_Supervised,
+                                                         BoostMetric))
+    assert not any(issubclass(c, TransformerMixin) for c in (ITML, MMC, Qwise, ORML))
+    pairs, yp = _labelled_pairs(*iris_small, 40, seed=8)
+    alone, piped = ITML(random_state=0).fit(pairs, yp), make_pipeline(ITML(random_state=0)).fit(pairs, yp)
+    np.testing.assert_array_equal(alone.predict(pairs), piped.predict(pairs))
+    assert alone.score(pairs, yp) == piped.score(pairs, yp)
+
+
+# ------------------------------------------------------------------ diagonal MMC
+def test_diagonal_mmc_is_certified_diagonal_and_agrees_with_cvxpy(iris_small):
+    X, y = iris_small
+    fast = MMC_Supervised(n_constraints=30, diagonal=True, random_state=0).fit(X, y)
+    exact = MMC_Supervised(n_constraints=30, diagonal=True, solver="cvxpy", random_state=0).fit(X, y)
+    M = fast.get_mahalanobis_matrix()
+    assert fast.certificate_.certified and exact.certificate_.certified
+    assert fast.problem_.name == "mmc_diagonal" and fast.result_.solver == "mmc-diagonal-ascent"
+    np.testing.assert_array_equal(M, np.diag(np.diag(M)))
+    assert np.all(np.diag(M) >= 0)
+    # two certified values of one optimum: within the sum of their certified relative gaps
+    f, e = fast.certificate_, exact.certificate_
+    assert abs(f.objective - e.objective) <= (f.value + e.value) * max(f.objective, e.objective)
+    np.testing.assert_allclose(np.diag(M), np.diag(exact.get_mahalanobis_matrix()), rtol=1e-2,
+                               atol=1e-3 * np.abs(np.diag(M)).max())
+    full = MMC_Supervised(n_constraints=30, random_state=0).fit(X, y)
+    assert full.certificate_.objective <= f.objective * (1 + f.value)   # diagonal metrics are a subset
+
+
+def test_diagonal_mmc_starts_from_the_diagonal_of_init_and_ignores_diagonal_c(iris_small):
+    X, y = iris_small
+    base = MMC_Supervised(n_constraints=30, diagonal=True, random_state=0).fit(X, y)
+    started = MMC_Supervised(n_constraints=30, diagonal=True, init=np.diag([1.0, 2.0, 3.0, 4.0]) + 0.1,
+                             random_state=0).fit(X, y)
+    assert started.certificate_.certified and started.result_.history[0] != base.result_.history[0]
+    with pytest.warns(UserWarning, match="diagonal_c=3.0 ignored"):
+        scaled = MMC_Supervised(n_constraints=30, diagonal=True, diagonal_c=3.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(scaled.components_, base.components_)
+    with pytest.raises(ValueError, match="diagonal_c must be a positive number"):
+        MMC_Supervised(diagonal=True, diagonal_c=-1.0).fit(X, y)
+    with pytest.raises(TypeError, match="diagonal must be True"):
+        MMC_Supervised(diagonal="yes").fit(X, y)
+
+
+def test_metric_learn_diagonal_objective_is_minimised_by_the_rescaled_solution(iris_small):
+    """metric-learn's diagonal objective s.w - c log sum_D sqrt(q.w) has its minimiser on the ray of
+    the certified diagonal MMC, at the scale c/2 (DiagonalMMCModel.metric_learn_scale): its KKT
+    conditions hold there (gradient 0 on the support, >= 0 off it)."""
+    X, y = iris_small
+    fit = MMC_Supervised(n_constraints=30, diagonal=True, random_state=0, tol=1e-9).fit(X, y)
+    from cvxmetric.mmc import DiagonalMMCModel
+    model = DiagonalMMCModel(fit.problem_.X, fit.problem_.constraints)
+    for c in (1.0, 5.0):
+        w = model.metric_learn_scale(np.diag(fit.result_.M), c)
+        D = model.dissimilar_distances(w)
+        grad = model.s - c * ((model.wD / (2 * np.sqrt(D))) @ model.QD) / float(model.wD @ np.sqrt(D))
+        scale = np.maximum(model.s, 1e-300)
+        on = w > 0
+        assert np.all(np.abs(grad[on]) / scale[on] <= 1e-6)
+        assert np.all(grad[~on] / scale[~on] >= -1e-6)
+
+
+def test_qwise_accepts_lsmls_prior_and_ignores_it_with_a_warning(iris_small):
+    X, y = iris_small
+    with pytest.warns(UserWarning, match="prior='covariance' ignored: it is metric-learn's LSML prior"):
+        with_prior = Qwise_Supervised(n_constraints=20, prior="covariance", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(with_prior.components_,
+                                  Qwise_Supervised(n_constraints=20, random_state=0).fit(X, y).components_)

@@ -171,10 +171,16 @@ def test_scaled_twin_is_exact(iris_pairs):
     assert model.given == {"prior"} and twin.d == model.d and twin.m == model.m
 
 
-def test_a_pair_of_identical_points_is_named_by_its_index_in_pairs(iris_pairs):
+def test_pairs_of_identical_points_are_dropped_with_a_warning_naming_them(iris_pairs):
+    """metric-learn accepts a pair of identical points: a similar one constrains nothing, a
+    dissimilar one no metric can satisfy; both are dropped with a warning naming the first."""
     *_, pairs, labels = iris_pairs
-    bad = pairs.copy()
-    bad[3, 1] = bad[3, 0]
-    for learner in (ITML(), MMC()):
-        with pytest.raises(ValueError, match=r"^pairs\[3\] \(similar\) joins two identical points"):
-            learner.fit(bad, labels)
+    j = int(np.argmax(labels == -1))
+    for k, kind in ((3, "similar"), (j, "dissimilar")):
+        bad = pairs.copy()
+        bad[k, 1] = bad[k, 0]
+        for learner in (ITML(), MMC()):
+            with pytest.warns(UserWarning, match=rf"^1 of the \d+ pairs join two identical points: \w+ drops them "
+                                                 rf"\(the first: pairs\[{k}\], {kind}\)"):
+                fit = learner.fit(bad, labels)
+            assert fit.problem_.constraints.idx.shape[0] == len(pairs) - 1 and fit.certificate_.certified

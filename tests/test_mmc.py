@@ -346,3 +346,48 @@ def test_property_converged_means_certified(case):
     assert res.lower_bound <= truth.bounds.upper * (1 + 1e-9)
     if truth.bounds.lower is not None:
         assert truth.bounds.lower <= res.objective * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------ the diagonal MMC
+def test_capped_simplex_projection_is_the_nearest_point():
+    from cvxmetric.solvers.mmc import project_capped_simplex
+    rng = np.random.default_rng(0)
+    for scale in (0.1, 1.0, 5.0):
+        y = scale * rng.standard_normal(6)
+        b = project_capped_simplex(y)
+        v = cp.Variable(6)
+        cp.Problem(cp.Minimize(cp.sum_squares(v - y)), [v >= 0, cp.sum(v) <= 1]).solve("CLARABEL")
+        np.testing.assert_allclose(b, v.value, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["iris", "wine"])
+def test_diagonal_mmc_fast_and_certified_truth_agree(name):
+    from cvxmetric.formulations.mmc import build_mmc_diagonal
+    from cvxmetric.solvers.mmc import solve_mmc_diagonal
+    inst = get_instance("mmc_diagonal", name)
+    res = solve_mmc_diagonal(inst.X, inst.constraints)
+    truth = solve_certified(build_mmc_diagonal(inst.X, inst.constraints), 1e-7)
+    assert res.converged and truth.certified
+    assert res.lower_bound <= truth.bounds.upper * (1 + 1e-9)         # the certificate is a valid bound
+    assert truth.bounds.lower <= res.objective * (1 + 1e-9)
+    assert relative_difference(res.objective, truth.bounds.upper) <= res.measure_value + 1e-7
+    M = res.M
+    np.testing.assert_array_equal(M, np.diag(np.diag(M)))
+
+
+def test_diagonal_mmc_is_invariant_under_feature_scaling():
+    from cvxmetric.solvers.mmc import solve_mmc_diagonal
+    inst = get_instance("mmc_diagonal", "iris")
+    F = np.array([1e-4, 1.0, 1e3, 1e4])
+    a, b = solve_mmc_diagonal(inst.X, inst.constraints), solve_mmc_diagonal(inst.X * F, inst.constraints)
+    assert a.n_iter == b.n_iter and b.converged
+    np.testing.assert_allclose(np.diag(b.M) * F ** 2, np.diag(a.M), rtol=1e-9, atol=1e-12 * np.diag(a.M).max())
+
+
+def test_diagonal_mmc_names_a_degenerate_feature():
+    from cvxmetric.solvers.mmc import solve_mmc_diagonal
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [3.0, 5.0]])
+    cons = (ConstraintSet.from_pairs([[0, 1]], similar=True, bound=0.0)
+            + ConstraintSet.from_pairs([[2, 3]], similar=False, bound=0.0))
+    with pytest.raises(ValueError, match="feature 1 is constant on every similar pair but not on dissimilar pair 0"):
+        solve_mmc_diagonal(X, cons)

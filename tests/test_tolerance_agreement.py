@@ -14,7 +14,8 @@ from cvxmetric.verification.registry import get_spec
 #: residual (registry comment there); the vector model's Newton row has no estimator solver.
 ROW_SOLVER = {"qwise-subgradient": "subgradient", "qwise-pdhg": "pdhg", "lmnn-search": "subgradient",
               "lmnn-materialised": "subgradient", "lmnn-pdhg": "pdhg", "itml-bregman": "bregman",
-              "mmc-ascent": "ascent", "mmc-ascent-raw": "ascent", "orml-pursuit": "pursuit",
+              "mmc-ascent": "ascent", "mmc-ascent-raw": "ascent", "mmc-diagonal-ascent": "ascent",
+              "orml-pursuit": "pursuit",
               "boostmetric-hinge-cg": "column_generation", "boostmetric-exp-tc": "totally_corrective",
               "boostmetric-logistic-tc": "totally_corrective", "boostmetric-exp-stagewise": "stagewise",
               "boostmetric-logistic-stagewise": "stagewise", "boostmetric-exp-fista": "projected_gradient",

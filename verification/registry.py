@@ -151,7 +151,7 @@ def _broken_spec(name: str, error: str) -> MethodSpec:
 
 
 #: Report order of the methods (others follow alphabetically).
-METHOD_ORDER = ("qwise", "fantope", "lmnn", "mmc", "itml", "boostmetric", "orml")
+METHOD_ORDER = ("qwise", "fantope", "lmnn", "mmc", "mmc_diagonal", "itml", "boostmetric", "orml")
 
 
 def list_methods() -> list[str]:

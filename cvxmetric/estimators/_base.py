@@ -25,7 +25,7 @@ from cvxmetric.linalg import eigh_descending
 
 from cvxmetric.problems import EXACT
 
-from ._inputs import check_preprocessor, points_from, random_source, tuples_from
+from ._inputs import check_preprocessor, ndim, points_from, random_source, tuples_from
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -33,8 +33,13 @@ except ImportError:  # pragma: no cover - older scikit-learn
     def _validate_data(estimator, *args, **kwargs):
         return estimator._validate_data(*args, **kwargs)
 
-__all__ = ["Certificate", "MetricLearner", "PairsClassifierMixin", "QuadrupletsClassifierMixin",
+__all__ = ["Certificate", "MetricLearner", "PointsLearner", "PairsClassifierMixin", "QuadrupletsClassifierMixin",
            "components_from_metric"]
+
+
+#: metric-learn's deprecation warning of ``score_pairs``, word for word.
+SCORE_PAIRS_DEPRECATION = ("score_pairs will be deprecated in release 0.7.0. Use pair_score to compute similarity "
+                           "scores, or pair_distances to compute distances.")
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,7 @@ def components_from_metric(M: np.ndarray) -> np.ndarray:
     return (V * np.sqrt(np.clip(lam, 0.0, None))).T.copy()
 
 
-class MetricLearner(TransformerMixin, BaseEstimator):
+class MetricLearner(BaseEstimator):
     """Base of every estimator: a thin layer on :mod:`cvxmetric.problems`, plus the Mahalanobis API.
 
     A subclass' ``fit`` builds the :class:`cvxmetric.problems.Problem` of its data and calls
@@ -149,16 +154,16 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
         the fitted attributes; ``random_state``: the fit's :meth:`_random_source` when it already
         drew from it (None: taken here); ``start``: the fast solver's start ``M0`` (None: its own;
-        an ``M0`` in ``solver_options`` takes precedence; the exact solve takes no start)."""
+        in the form of the problem's ``start_option``; one in ``solver_options`` takes precedence; the exact solve takes no start)."""
         from ._metric_learn import report_fit
         solver = self._check_solver(problem)
         self._check_common()
         rs = self._random_source() if random_state is None else random_state
         options = dict(self.solver_options or {})
         if start is not None and solver != EXACT:
-            options.setdefault("M0", start)
+            options.setdefault(problem.start_option, start)
         res = problem.solve(solver, tol=self._tol(), max_iter=self.max_iter, random_state=rs, **options)
-        self.preprocessor_ = check_preprocessor(self.preprocessor)
+        self._check_preprocessor()
         self.problem_ = problem
         self.solver_ = solver
         self.result_ = res
@@ -183,10 +188,16 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         return self.problem_.verify(self.result_, method=self.solver_, gap_tol=gap_tol, kkt_tol=kkt_tol)
 
     # ---------------------------------------------------------------- Mahalanobis API (metric-learn)
+    def _check_preprocessor(self):
+        """Set and return ``preprocessor_``: the checked ``preprocessor`` (metric-learn's method and attribute)."""
+        self.preprocessor_ = check_preprocessor(self.preprocessor)
+        return self.preprocessor_
+
     def _points(self, X, *, reset: bool) -> np.ndarray:
+        """Points (n, d) from ``X``; input of another number of dimensions raises metric-learn's message."""
         pre = check_preprocessor(self.preprocessor)
-        if pre is not None and np.ndim(X) == 1:
-            X = points_from(X, pre)
+        if ndim(X) != 2:
+            X = points_from(X, pre, estimator=self)     # keys with a preprocessor; else metric-learn's error
             if reset:
                 self.n_features_in_ = X.shape[1]
             elif X.shape[1] != self.n_features_in_:
@@ -197,7 +208,7 @@ class MetricLearner(TransformerMixin, BaseEstimator):
 
     def _tuples(self, tuples, size: int, name: str, *, reset: bool = False) -> np.ndarray:
         """Tuples as points (m, size, d); ``reset`` (in ``fit``) sets ``n_features_in_``, else it is checked."""
-        T = tuples_from(tuples, size, check_preprocessor(self.preprocessor), name)
+        T = tuples_from(tuples, size, check_preprocessor(self.preprocessor), name, estimator=self)
         if reset:
             self.n_features_in_ = T.shape[2]
         elif hasattr(self, "n_features_in_") and T.shape[2] != self.n_features_in_:
@@ -231,8 +242,8 @@ class MetricLearner(TransformerMixin, BaseEstimator):
         ----------
         pairs : array_like, shape (m, 2, d), or (m, 2) indices with a ``preprocessor``
         """
+        P = self._tuples(pairs, PairsClassifierMixin._tuple_size, "pairs")   # the input first, as metric-learn
         check_is_fitted(self, "components_")
-        P = self._tuples(pairs, 2, "pairs")
         diff = (P[:, 1, :] - P[:, 0, :]) @ self.components_.T
         return np.sqrt(np.sum(diff ** 2, axis=1))
 
@@ -243,11 +254,11 @@ class MetricLearner(TransformerMixin, BaseEstimator):
     def score_pairs(self, pairs) -> np.ndarray:
         """metric-learn's deprecated name of :meth:`pair_distance` (distances, not scores).
 
-        Kept so that code written for metric-learn runs; it issues a ``FutureWarning`` naming
-        :meth:`pair_score` (similarities) and :meth:`pair_distance` (distances), as metric-learn does.
+        Kept so that code written for metric-learn runs; it issues metric-learn's ``FutureWarning``
+        word for word (code may filter on it), which points to :meth:`pair_score` (similarities)
+        and to :meth:`pair_distance` (distances; the message spells it "pair_distances").
         """
-        warnings.warn("score_pairs is deprecated (metric-learn's former name of pair_distance): use pair_score for "
-                      "similarity scores or pair_distance for distances", FutureWarning, stacklevel=2)
+        warnings.warn(SCORE_PAIRS_DEPRECATION, FutureWarning, stacklevel=2)
         return self.pair_distance(pairs)
 
     def get_metric(self):
@@ -261,6 +272,14 @@ class MetricLearner(TransformerMixin, BaseEstimator):
             dist = float(diff @ diff)
             return dist if squared else float(np.sqrt(dist))
         return metric
+
+
+class PointsLearner(TransformerMixin, MetricLearner):
+    """A learner from labelled points (``fit(X, y)``): a scikit-learn transformer, so that
+    ``fit_transform`` and pipelines apply. The learners from tuples are not: their ``fit`` takes
+    tuples and ``transform`` takes points, so a pipeline's ``transform`` of its training input
+    has no meaning for them (metric-learn's tuple learners are not scikit-learn transformers either).
+    """
 
 
 def _classifier_tags(tags):
@@ -285,6 +304,15 @@ class _TupleClassifier:
 
 class PairsClassifierMixin(_TupleClassifier):
     """metric-learn's pair classifier: similar (+1) when the learned distance is at most ``threshold_``."""
+
+    #: Points per tuple (metric-learn's attribute name).
+    _tuple_size = 2
+
+    @staticmethod
+    def _validate_calibration_params(strategy="accuracy", min_rate=None, beta=1.0) -> None:
+        """metric-learn's name of :func:`~cvxmetric.estimators._calibration.check_calibration_params`."""
+        from ._calibration import check_calibration_params
+        check_calibration_params(strategy, min_rate, beta)
 
     def decision_function(self, pairs) -> np.ndarray:
         """``-pair_distance``: high for similar pairs."""
@@ -343,10 +371,13 @@ class PairsClassifierMixin(_TupleClassifier):
 class QuadrupletsClassifierMixin(_TupleClassifier):
     """metric-learn's quadruplet classifier: +1 when the first pair is the closer one."""
 
+    #: Points per tuple (metric-learn's attribute name).
+    _tuple_size = 4
+
     def decision_function(self, quadruplets) -> np.ndarray:
         """``pair_distance(c, d) - pair_distance(a, b)``: positive when (a, b) is the closer pair."""
         check_is_fitted(self, "components_")
-        Q = self._tuples(quadruplets, 4, "quadruplets")
+        Q = self._tuples(quadruplets, self._tuple_size, "quadruplets")
         return self.pair_score(Q[:, :2]) - self.pair_score(Q[:, 2:])
 
     def predict(self, quadruplets) -> np.ndarray:

@@ -25,15 +25,16 @@ def check_calibration_params(strategy, min_rate, beta) -> None:
     """Raise ValueError, naming the parameter, unless the strategy and its parameter are valid.
 
     ``min_rate`` (``"max_tpr"``, ``"max_tnr"``) must be a number in [0, 1]; ``beta``
-    (``"f_beta"``) a real number (it enters squared, so its sign does not matter).
+    (``"f_beta"``) a real number (it enters squared, so its sign does not matter). The messages
+    are metric-learn's, word for word (code written for metric-learn may match them).
     """
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}")
+        raise ValueError('Strategy can either be "accuracy", "f_beta" or "max_tpr" or "max_tnr". '
+                         f'Got "{strategy}" instead.')
     if strategy in ("max_tpr", "max_tnr") and not (_is_real(min_rate) and 0.0 <= min_rate <= 1.0):
-        raise ValueError(f"min_rate must be a number in [0, 1] with strategy={strategy!r} (the least "
-                         f"{'true negative' if strategy == 'max_tpr' else 'true positive'} rate); got {min_rate!r}")
+        raise ValueError(f"Parameter min_rate must be a number in[0, 1]. Got {min_rate} instead.")
     if strategy == "f_beta" and not _is_real(beta):
-        raise ValueError(f"beta must be a real number with strategy='f_beta' (the weight of recall); got {beta!r}")
+        raise ValueError(f"Parameter beta must be a real number. Got {type(beta)} instead.")
 
 
 def _ratio(num: np.ndarray, den) -> np.ndarray:

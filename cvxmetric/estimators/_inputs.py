@@ -20,7 +20,7 @@ import numpy as np
 
 from cvxmetric._checks import as_data_matrix
 
-__all__ = ["check_preprocessor", "points_from", "tuples_from", "canonical_tuples", "pair_labels", "random_source"]
+__all__ = ["ndim", "check_preprocessor", "points_from", "tuples_from", "shape_error", "tuple_size_error", "canonical_tuples", "pair_labels", "random_source"]
 
 #: Seeds drawn from a ``numpy.random.RandomState`` lie in ``[0, SEED_BOUND)`` (RandomState's own seed range).
 SEED_BOUND = 2 ** 32 - 1
@@ -76,37 +76,96 @@ def _keys(arr: np.ndarray, preprocessor, name: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def points_from(X, preprocessor, name: str = "X") -> np.ndarray:
-    """Points ``(n, d)``: ``X`` itself, or, with a preprocessor, the points of a 1-D index array."""
+def ndim(X) -> int:
+    """Dimensions of array-like input (its ``ndim``, else that of ``numpy.asarray``; never ``numpy.ndim``,
+    which array-likes that refuse ``__array_function__`` reject)."""
+    n = getattr(X, "ndim", None)
+    return int(n) if n is not None else np.asarray(X).ndim
+
+
+def shape_error(expected: str, found, estimator, *, extra: str = "", suggest_preprocessor: bool = False) -> ValueError:
+    """metric-learn's error for input with the wrong number of dimensions, in its exact wording.
+
+    ``expected``: what was expected ("2D array of formed points", "3D array of formed tuples", or,
+    with a preprocessor, "1D array of indicators or 2D array of formed points" /
+    "2D array of indicators or 3D array of formed tuples"); ``found``: the array given (printed);
+    ``extra``: " when using a preprocessor" or " after the preprocessor has been applied";
+    ``suggest_preprocessor``: the data could be keys, so the fix names a preprocessor. Code
+    written for metric-learn may match the message, so it is kept word for word, e.g.
+    ``"3D array of formed tuples expected by ITML. Found 2D array instead:\ninput=[...]. Reshape
+    your data and/or use a preprocessor.\n"``.
+    """
+    found = np.asarray(found)
+    context = "" if estimator is None else f" by {type(estimator).__name__}"
+    suggestion = " and/or use a preprocessor" if suggest_preprocessor else ""
+    return ValueError(f"{expected} expected{context}{extra}. Found {found.ndim}D array instead:\ninput={found}. "
+                      f"Reshape your data{suggestion}.\n")
+
+
+#: The ``extra`` phrases of :func:`shape_error`.
+_WITH_PREPROCESSOR = " when using a preprocessor"
+_AFTER_PREPROCESSOR = " after the preprocessor has been applied"
+
+
+def points_from(X, preprocessor, name: str = "X", estimator=None) -> np.ndarray:
+    """Points ``(n, d)``: ``X`` itself, or, with a preprocessor, the points of a 1-D index array.
+
+    Input of another number of dimensions raises metric-learn's :func:`shape_error`.
+    """
     arr = np.asarray(X)
     if arr.ndim == 1 and preprocessor is not None:
-        return as_data_matrix(preprocessor(_keys(arr, preprocessor, name)), name)
+        pts = np.asarray(preprocessor(_keys(arr, preprocessor, name)))
+        if pts.ndim != 2:
+            raise shape_error("2D array of formed points", pts, estimator, extra=_AFTER_PREPROCESSOR,
+                              suggest_preprocessor=True)
+        return as_data_matrix(pts, name)
     if arr.ndim == 1:
-        raise ValueError(f"{name} is 1-D: give points of shape (n, d), or indices together with a preprocessor "
-                         "(e.g. preprocessor=X_all)")
+        raise shape_error("2D array of formed points", arr, estimator, suggest_preprocessor=True)
+    if arr.ndim != 2 and preprocessor is not None:
+        raise shape_error("1D array of indicators or 2D array of formed points", arr, estimator,
+                          extra=_WITH_PREPROCESSOR)
+    if arr.ndim != 2:
+        raise shape_error("2D array of formed points", arr, estimator)
     return as_data_matrix(X, name)
 
 
-def tuples_from(tuples, size: int, preprocessor, name: str) -> np.ndarray:
-    """Tuples as points, shape ``(m, size, d)``, from points or from indices and a preprocessor."""
+def tuple_size_error(tuples: np.ndarray, size: int, estimator) -> ValueError:
+    """metric-learn's error for tuples of another size than ``size``, in its exact wording."""
+    context = "" if estimator is None else f" by {type(estimator).__name__}"
+    return ValueError(f"Tuples of {size} element(s) expected{context}. Got tuples of {tuples.shape[1]} element(s) "
+                      f"instead (shape={tuples.shape}):\ninput={tuples}.\n")
+
+
+def tuples_from(tuples, size: int, preprocessor, name: str, estimator=None) -> np.ndarray:
+    """Tuples as points, shape ``(m, size, d)``, from points or from indices and a preprocessor.
+
+    Input of another number of dimensions raises metric-learn's :func:`shape_error`, tuples of
+    another size its :func:`tuple_size_error` (``estimator`` names the estimator there).
+    """
     arr = np.asarray(tuples)
-    kind = {2: "pairs", 3: "triplets", 4: "quadruplets"}.get(size, f"{size}-tuples")
     if arr.ndim == 2 and preprocessor is not None:
         if arr.shape[1] != size:
-            raise ValueError(f"{name} as indices must have shape (m, {size}) ({kind}); got {arr.shape}")
+            raise tuple_size_error(arr, size, estimator)
         idx = _keys(arr, preprocessor, name)
         pts = np.asarray(preprocessor(idx.reshape(-1)), dtype=np.float64)
-        if pts.ndim != 2 or pts.shape[0] != idx.size:
+        if pts.ndim != 2:
+            raise shape_error("3D array of formed tuples", pts, estimator, extra=_AFTER_PREPROCESSOR,
+                              suggest_preprocessor=True)
+        if pts.shape[0] != idx.size:
             raise ValueError(f"the preprocessor must map {idx.size} indices to {idx.size} points (an array of shape "
                              f"({idx.size}, d)); got shape {pts.shape}")
         arr = pts.reshape(idx.shape[0], size, pts.shape[1])
     elif arr.ndim == 2:
-        raise ValueError(f"{name} is 2-D: give {kind} as points, shape (m, {size}, d), or as indices of shape "
-                         f"(m, {size}) together with a preprocessor (an array of points or a callable)")
-    if arr.ndim != 3 or arr.shape[1] != size:
-        raise ValueError(f"{name} must have shape (m, {size}, d) ({kind} of points); got {np.shape(arr)}")
+        raise shape_error("3D array of formed tuples", arr, estimator, suggest_preprocessor=True)
+    elif arr.ndim != 3 and preprocessor is not None:
+        raise shape_error("2D array of indicators or 3D array of formed tuples", arr, estimator,
+                          extra=_WITH_PREPROCESSOR)
+    elif arr.ndim != 3:
+        raise shape_error("3D array of formed tuples", arr, estimator)
+    if arr.shape[1] != size:
+        raise tuple_size_error(arr, size, estimator)
     if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty; give at least one of the {kind}")
+        raise ValueError(f"{name} is empty; give at least one tuple of {size} points")
     flat = as_data_matrix(arr.reshape(-1, arr.shape[2]), name)
     return flat.reshape(arr.shape)
 
@@ -124,6 +183,7 @@ def pair_labels(y, m: int) -> np.ndarray:
     if arr.shape != (m,):
         raise ValueError(f"y must have one label per pair, shape ({m},); got {arr.shape}")
     if arr.dtype.kind not in "iuf" or not np.all(np.isin(arr, (-1, 1))):
-        raise ValueError("y must hold +1 (similar pair) or -1 (dissimilar pair) for every pair; got the values "
-                         f"{np.unique(arr)[:5].tolist()}")
+        # metric-learn's wording, kept word for word (code written for metric-learn may match it)
+        raise ValueError("When training on pairs, the labels (y) should contain only values in [-1, 1]. "
+                         "Found an incorrect value.")
     return arr == 1

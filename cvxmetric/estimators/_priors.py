@@ -27,13 +27,9 @@ class SingularPriorError(np.linalg.LinAlgError, ValueError):
     metric-learn raises, and a ``ValueError``, as every other bad input here)."""
 
 
-def _check_definite(M0: np.ndarray, what: str) -> np.ndarray:
+def _is_definite(M0: np.ndarray) -> bool:
     lam = np.linalg.eigvalsh(M0)
-    if not (np.all(np.isfinite(lam)) and lam[-1] > 0 and lam[0] > PRIOR_DEFINITE_RTOL * lam[-1]):
-        raise SingularPriorError(f"{what} is not positive definite (eigenvalues {lam[0]:.3g} .. {lam[-1]:.3g}), "
-                                 "and ITML's LogDet divergence needs a definite prior; pass prior='identity', "
-                                 "a positive definite matrix, or remove linearly dependent features (e.g. by PCA)")
-    return M0
+    return bool(np.all(np.isfinite(lam)) and lam[-1] > 0 and lam[0] > PRIOR_DEFINITE_RTOL * lam[-1])
 
 
 def _random_prior(d: int, random_state) -> np.ndarray:
@@ -46,7 +42,7 @@ def _random_prior(d: int, random_state) -> np.ndarray:
     return 0.5 * (M0 + M0.T)
 
 
-def prior_matrix(prior, X: np.ndarray, random_state) -> Optional[np.ndarray]:
+def prior_matrix(prior, X: np.ndarray, random_state, name: str = "prior") -> Optional[np.ndarray]:
     """ITML's prior :math:`M_0` for the points ``X`` (n, d): None for the identity, else a matrix.
 
     Parameters
@@ -56,26 +52,45 @@ def prior_matrix(prior, X: np.ndarray, random_state) -> Optional[np.ndarray]:
         ``"random"``: a random positive definite matrix drawn with ``random_state``.
     X : ndarray, shape (n, d)
     random_state : None, int or Generator
+    name : str
+        The parameter's name in the messages (``"prior"``, or ``"init"`` for MMC's start).
 
     Raises
     ------
     SingularPriorError
         When the prior (or the covariance of ``X``) is not positive definite.
+    ValueError
+        For another name, a matrix of another shape or an asymmetric one.
+
+    Notes
+    -----
+    The messages are metric-learn's, word for word (code written for metric-learn may match them):
+    each names the parameter and what to pass instead.
     """
     d = X.shape[1]
     if prior is None or (isinstance(prior, str) and prior == "identity"):
         return None
     if isinstance(prior, str) and prior == "covariance":
         cov = np.atleast_2d(np.cov(X, rowvar=False))
-        inverse = np.linalg.inv(_check_definite(cov, "the covariance of X (prior='covariance')"))
+        if not _is_definite(cov):
+            raise SingularPriorError(f"Unable to get a true inverse of the covariance matrix since it is not "
+                                     f"definite. Try another `{name}`, or an algorithm that does not require the "
+                                     f"`{name}` to be strictly positive definite.")
+        inverse = np.linalg.inv(cov)
         return 0.5 * (inverse + inverse.T)
     if isinstance(prior, str) and prior == "random":
         return _random_prior(d, random_state)
     if isinstance(prior, str):
-        raise ValueError(f"prior must be one of {PRIORS} or a positive definite array ({d}, {d}); got {prior!r}")
+        raise ValueError(f"`{name}` must be 'identity', 'covariance', 'random' or a numpy array of shape "
+                         "(n_features, n_features).")
     M0 = np.array(prior, dtype=np.float64)
     if M0.shape != (d, d):
-        raise ValueError(f"prior must have shape ({d}, {d}) (the features of the data); got {M0.shape}")
+        raise ValueError(f"The input dimensionality {M0.shape} of the given mahalanobis matrix `{name}` must match "
+                         f"the dimensionality of the given inputs ({d}).")
     if not np.allclose(M0, M0.T):
-        raise ValueError("prior must be symmetric; got a matrix with prior != prior.T")
-    return _check_definite(M0, "prior")
+        raise ValueError(f"`{name}` is not symmetric.")
+    if not _is_definite(M0):
+        raise SingularPriorError(f"You should provide a strictly positive definite matrix as `{name}`. This one is "
+                                 f"not definite. Try another {name}, or an algorithm that does not require the "
+                                 f"{name} to be strictly positive definite.")
+    return M0

@@ -4,13 +4,13 @@ from __future__ import annotations
 from cvxmetric import problems
 from cvxmetric.boostmetric import LOSSES
 
-from ._base import MetricLearner
+from ._base import PointsLearner
 from ._labels import points_and_labels
 
 __all__ = ["BoostMetric", "LOSSES"]
 
 
-class BoostMetric(MetricLearner):
+class BoostMetric(PointsLearner):
     r"""BoostMetric: a PSD metric as a weighted sum of rank-one matrices, from label triplets.
 
     Triplets :math:`(i, j, k)` ("i closer to j than to k") come from the labels as in the paper's

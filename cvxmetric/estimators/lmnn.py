@@ -1,11 +1,15 @@
 """LMNN (Weinberger & Saul 2009) as a scikit-learn estimator, metric-learn's ``LMNN`` interface."""
 from __future__ import annotations
 
-from cvxmetric import problems
+import numpy as np
 
-from ._base import MetricLearner
+from cvxmetric import problems
+from cvxmetric.generators import target_neighbors, target_pairs
+from cvxmetric.lmnn import lmnn_start
+
+from ._base import PointsLearner
 from ._labels import points_and_labels
-from ._metric_learn import check_n_components, start_metric, truncated_components, warn_ignored
+from ._metric_learn import check_n_components, initial_components, truncated_components, warn_ignored
 
 #: metric-learn's parameters of its gradient descent over L, with the defaults that mean "not set".
 _OPTIMISER_ONLY = {"learn_rate": None, "min_iter": None}
@@ -13,7 +17,18 @@ _OPTIMISER_ONLY = {"learn_rate": None, "min_iter": None}
 __all__ = ["LMNN"]
 
 
-class LMNN(MetricLearner):
+def _start(init, X, y, n_neighbors, margin, n_components, random_state):
+    """The solver's start from metric-learn's ``init``: the direction ``L0.T @ L0`` of its initial
+    map scaled to the data's units (:func:`cvxmetric.lmnn.lmnn_start`); None for the full identity,
+    which is the solver's own start."""
+    L0 = initial_components(init, X, y, n_components, random_state)
+    if L0.shape == (X.shape[1],) * 2 and np.array_equal(L0, np.eye(X.shape[1])):
+        return None
+    targets = target_pairs(target_neighbors(X, y, n_neighbors))
+    return lmnn_start(X, targets, margin, direction=L0.T @ L0)
+
+
+class LMNN(PointsLearner):
     r"""Large margin nearest neighbour metric learning, solved to a certified gap.
 
     .. math::
@@ -48,8 +63,12 @@ class LMNN(MetricLearner):
         best rank-``n_components`` approximation of ``M``, not an optimum of the non-convex
         rank-constrained problem; ``certificate_`` is the full ``M``'s). None: all ``d``.
     init : {"auto", "identity", "random", "pca", "lda"} or array (k, d)
-        metric-learn's initialisation of ``L``, used as the solver's start ``M0 = L0.T @ L0``
-        ("auto": the solver's own start). The problem is convex: the start changes the
+        metric-learn's initial map ``L0`` (``k = n_components``, or ``d``), used as the solver's
+        start: the direction ``L0.T @ L0`` scaled to the data's units (a target neighbour at squared
+        distance ``margin`` on average, :func:`cvxmetric.lmnn.lmnn_start`). ``"auto"`` is
+        metric-learn's rule (:func:`~cvxmetric.estimators._metric_learn.auto_init`): ``"lda"``
+        when ``k <= min(d, n_classes - 1)``, else ``"pca"`` when ``k < min(d, n_samples)``, else
+        ``"identity"`` (the solver's own start). The problem is convex: the start changes the
         iterations, not the certified optimum. Ignored by ``solver="cvxpy"``.
     convergence_tol : float, optional
         metric-learn's stopping tolerance, taken as ``tol`` when ``tol`` is None.
@@ -98,6 +117,7 @@ class LMNN(MetricLearner):
         rs = self._random_source()
         problem = problems.LMNN(X, y, n_neighbors=self.n_neighbors, regularization=self.regularization,
                                 margin=self.margin)
-        self._fit_problem(problem, rs, start=start_metric(self.init, X, y, k, rs))
+        start = _start(self.init, X, y, self.n_neighbors, self.margin, k, rs)
+        self._fit_problem(problem, rs, start=start)
         self.components_ = truncated_components(self.components_, k)
         return self

@@ -2,12 +2,14 @@
 or from class labels (``ITML_Supervised``, ``MMC_Supervised``)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from cvxmetric import problems
 from cvxmetric._checks import zero_length_mask
 
-from ._base import MetricLearner, PairsClassifierMixin
+from ._base import MetricLearner, PairsClassifierMixin, PointsLearner
 from ._inputs import canonical_tuples, pair_labels
 from ._labels import points_and_labels
 from ._metric_learn import start_from_metric, warn_ignored
@@ -28,14 +30,22 @@ _COMMON = """solver_options : dict, optional
 
 
 class _PairsLearner(PairsClassifierMixin, MetricLearner):
-    """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1."""
+    """Fit from pairs ``(m, 2, d)`` (or indices with a preprocessor) labelled +1 / -1.
 
-    #: Whether a pair of (nearly) identical points is an error (ITML: its constraint is degenerate)
-    #: rather than only a pair of one point twice (every method: it joins a point to itself).
+    A pair of identical points (metric-learn accepts them; a data set with duplicate rows, as
+    iris, yields them) has a zero difference vector: a similar one constrains nothing, a
+    dissimilar one no metric can satisfy (ITML's LogDet slack of a pair at distance 0 is
+    infinite; MMC's sum gains 0 from it). Both are dropped with one ``UserWarning`` naming the
+    first, as ``ITML_Supervised`` and ``MMC_Supervised`` drop such pairs drawn from labels; the
+    certificate is that of the problem without them.
+    """
+
+    #: Whether a pair of (nearly) identical points (every feature equal up to round-off) counts as
+    #: identical (ITML: its constraint is degenerate) rather than only a pair of one point twice.
     _reject_zero_length = False
 
     def _pairs_problem(self, pairs, y):
-        P = self._tuples(pairs, 2, "pairs", reset=True)
+        P = self._tuples(pairs, self._tuple_size, "pairs", reset=True)
         similar = pair_labels(y, P.shape[0])
         X, idx = canonical_tuples(P)
         same = idx[:, 0] == idx[:, 1]
@@ -43,14 +53,15 @@ class _PairsLearner(PairsClassifierMixin, MetricLearner):
             same |= zero_length_mask(X[idx[:, 0]] - X[idx[:, 1]], X)
         if np.any(same):
             k = int(np.argmax(same))
-            kind = "similar" if similar[k] else "dissimilar"
-            raise ValueError(f"pairs[{k}] ({kind}) joins two identical points (every feature equal up to round-off), "
-                             "so its constraint is degenerate; remove it from pairs and y")
-        return X, idx[similar], idx[~similar]
+            warnings.warn(f"{int(same.sum())} of the {len(same)} pairs join two identical points: {type(self).__name__} "
+                          f"drops them (the first: pairs[{k}], {'similar' if similar[k] else 'dissimilar'}); a similar "
+                          "one constrains nothing and a dissimilar one no metric can satisfy", UserWarning, stacklevel=3)
+        return X, idx[similar & ~same], idx[~similar & ~same]
 
     def fit(self, pairs, y, calibration_params=None):
         """Learn the metric from pairs and their labels (+1 similar, -1 dissimilar); then
         calibrate ``threshold_`` on them (``calibration_params`` go to :meth:`calibrate_threshold`)."""
+        self._validate_calibration_params(**(calibration_params or {}))
         X, S, D = self._pairs_problem(pairs, y)
         self._fit_pairs(X, S, D)
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
@@ -115,12 +126,13 @@ class ITML(_PairsLearner, _ITMLBase):
 
     def fit(self, pairs, y, bounds=None, calibration_params=None):
         """Learn from pairs and labels (+1 / -1); ``bounds = (u, l)`` on squared distances."""
+        self._validate_calibration_params(**(calibration_params or {}))
         X, S, D = self._pairs_problem(pairs, y)
         self._fit_itml(X, S, D, bounds, self._random_source())
         return self.calibrate_threshold(pairs, y, **(calibration_params or {}))
 
 
-class ITML_Supervised(_ITMLBase):
+class ITML_Supervised(PointsLearner, _ITMLBase):
     r"""ITML from class labels: ``n_constraints`` similar and as many dissimilar pairs drawn from ``y``.
 
     Pairs joining identical points are dropped (ITML rejects zero-length pairs). Parameters as in
@@ -154,14 +166,32 @@ class ITML_Supervised(_ITMLBase):
 
 class _MMCBase(MetricLearner):
     def _fit_mmc(self, X, S, D, random_state):
-        if self.diagonal is not False:
-            raise ValueError(f"diagonal={self.diagonal!r}: the diagonal MMC is not provided; leave diagonal=False "
-                             "(the full MMC, whose optimum over every PSD matrix includes the diagonal ones)")
+        if not isinstance(self.diagonal, (bool, np.bool_)):
+            raise TypeError(f"diagonal must be True (a diagonal metric) or False (a full one); got {self.diagonal!r}")
         warn_ignored(self, _MMC_OPTIMISER_ONLY)
+        if self.diagonal:
+            _check_diagonal_c(self)
         if len(S) == 0 or len(D) == 0:
             raise ValueError("MMC needs at least one similar and one dissimilar pair")
         start = start_from_metric(self.init, X, random_state)
-        return self._fit_problem(problems.MMC(X, *_pairs_and_labels(S, D)), random_state, start=start)
+        if self.diagonal:
+            problem = problems.MMCDiagonal(X, *_pairs_and_labels(S, D))
+            start = None if start is None else np.diag(start).copy()
+        else:
+            problem = problems.MMC(X, *_pairs_and_labels(S, D))
+        return self._fit_problem(problem, random_state, start=start)
+
+
+def _check_diagonal_c(est) -> None:
+    """``diagonal_c`` is a positive number; set away from 1 it is ignored with one warning: it only
+    scales metric-learn's diagonal metric (:meth:`cvxmetric.mmc.DiagonalMMCModel.metric_learn_scale`)."""
+    c = est.diagonal_c
+    if isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating)) or not c > 0:
+        raise ValueError(f"diagonal_c must be a positive number; got {c!r}")
+    if c != 1.0:
+        warnings.warn(f"{type(est).__name__}: diagonal_c={c!r} ignored: in metric-learn's diagonal objective it only "
+                      "scales the metric (by diagonal_c / 2); the certified diagonal metric keeps MMC's scale (mean "
+                      "dissimilar distance 1)", UserWarning, stacklevel=4)
 
 
 _MMC_PARAMS = """init : {"identity", "covariance", "random"}, array (d, d) or None
@@ -170,9 +200,15 @@ _MMC_PARAMS = """init : {"identity", "covariance", "random"}, array (d, d) or No
         random positive definite matrix drawn with ``random_state``). The problem is convex: the
         start changes the iterations, not the certified optimum. Ignored by ``solver="cvxpy"``.
     diagonal : bool
-        Only False (the full MMC); ``True`` (metric-learn's diagonal MMC) raises ValueError.
+        False: the full MMC; True: metric-learn's diagonal MMC, the same problem over diagonal
+        ``M = diag(a)``, ``a >= 0`` (convex too; :class:`cvxmetric.problems.MMCDiagonal`, solved by
+        projected gradient ascent to a certified gap, ``solver="cvxpy"`` exactly). ``init`` then
+        starts from its diagonal, as in metric-learn.
     diagonal_c : float
-        Weight of metric-learn's diagonal MMC; unused with ``diagonal=False``, as in metric-learn.
+        Weight of the log term of metric-learn's diagonal objective. It only scales metric-learn's
+        diagonal metric (by ``diagonal_c / 2``,
+        :meth:`cvxmetric.mmc.DiagonalMMCModel.metric_learn_scale`); the certified metric here keeps
+        MMC's scale, so a value other than 1 is ignored with one ``UserWarning``.
     max_proj : optional
         Projection count of metric-learn's optimiser: no counterpart, ignored with one
         ``UserWarning`` when set.
@@ -219,7 +255,7 @@ class MMC(_PairsLearner, _MMCBase):
         return self._fit_mmc(X, S, D, self._random_source())
 
 
-class MMC_Supervised(_MMCBase):
+class MMC_Supervised(PointsLearner, _MMCBase):
     __doc__ = ("MMC from class labels: ``n_constraints`` similar and as many dissimilar pairs drawn from ``y``."
                + _MMC_DOC + """
     Parameters

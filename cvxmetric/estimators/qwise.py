@@ -5,11 +5,13 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from cvxmetric import problems
 
-from ._base import MetricLearner, QuadrupletsClassifierMixin
+from ._base import MetricLearner, PointsLearner, QuadrupletsClassifierMixin
 from ._inputs import canonical_tuples
 from ._labels import points_and_labels
 from ._supervision import label_pairs
@@ -66,6 +68,12 @@ _DOC = r"""
         metric-learn's preprocessor: tuples (and points) may then be given as indices.
     random_state : None, int, RandomState or Generator
         Seed of every random choice (``Qwise_Supervised``: the quadruplets drawn from labels).
+    prior : optional
+        metric-learn's ``LSML`` parameter (the matrix its LogDet regularizer pulls towards): the
+        regularizers here have no prior, so it is accepted, so that code written for ``LSML`` runs,
+        and ignored with one ``UserWarning`` when set.
+    verbose : bool
+        Print the solver, its iterations and the certificate after the fit.
 """
 
 
@@ -74,6 +82,10 @@ class _QwiseBase(MetricLearner):
         return f" with regularizer={self.regularizer!r}"
 
     def _fit_quadruplets(self, X, idx, weights=None, random_state=None):
+        if self.prior is not None:
+            warnings.warn(f"{type(self).__name__}: prior={self.prior!r} ignored: it is metric-learn's LSML prior (the "
+                          "matrix of its LogDet regularizer), and Qwise's regularizers (trace, frobenius, fantope) "
+                          "have none", UserWarning, stacklevel=3)
         if self.regularizer not in REGULARIZERS:
             raise ValueError(f"regularizer must be one of {REGULARIZERS}; got {self.regularizer!r}")
         if self.regularizer == "fantope":
@@ -96,7 +108,8 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
                + _DOC)
 
     def __init__(self, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, rank=None, trace_weight=0.0,
-                 solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None, random_state=None):
+                 solver=None, tol=None, max_iter=None, solver_options=None, preprocessor=None, random_state=None,
+                 prior=None, verbose=False):
         self.regularizer = regularizer
         self.reg_weight = reg_weight
         self.C_Q = C_Q
@@ -109,16 +122,31 @@ class Qwise(QuadrupletsClassifierMixin, _QwiseBase):
         self.solver_options = solver_options
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.prior = prior
+        self.verbose = verbose
 
     def fit(self, quadruplets, weights=None):
         """Learn from quadruplets ``(m, 4, d)`` (or ``(m, 4)`` indices with a preprocessor) and
         optional per-quadruplet ``weights`` (metric-learn's ``LSML.fit`` signature)."""
-        Q = self._tuples(quadruplets, 4, "quadruplets", reset=True)
+        Q = self._tuples(quadruplets, self._tuple_size, "quadruplets", reset=True)
         X, idx = canonical_tuples(Q)
+        both = (idx[:, 0] == idx[:, 1]) & (idx[:, 2] == idx[:, 3])
+        if np.any(both):
+            # metric-learn accepts them; both distances are 0 under every metric, so such a
+            # quadruplet only adds a constant to the objective
+            warnings.warn(f"{int(both.sum())} of the {len(both)} quadruplets compare two pairs of identical points "
+                          f"and constrain nothing: Qwise drops them (the first: quadruplets[{int(np.argmax(both))}])",
+                          UserWarning, stacklevel=2)
+            idx = idx[~both]
+            if weights is not None and np.shape(weights) == both.shape:   # other shapes: the problem's message
+                weights = np.asarray(weights)[~both]
+            if len(idx) == 0:
+                raise ValueError("every quadruplet compares two pairs of identical points; give quadruplets with at "
+                                 "least one pair of distinct points")
         return self._fit_quadruplets(X, idx, weights)
 
 
-class Qwise_Supervised(_QwiseBase):
+class Qwise_Supervised(PointsLearner, _QwiseBase):
     __doc__ = ("Qwise from class labels: quadruplets (a, b, c, d) of a same-class pair (a, b) and a "
                "different-class pair (c, d), ``n_constraints`` of them drawn from ``y``." + _DOC + """
     n_constraints : int, optional
@@ -127,7 +155,7 @@ class Qwise_Supervised(_QwiseBase):
 
     def __init__(self, regularizer="trace", reg_weight=1.0, C_Q=1.0, margin=1.0, rank=None, trace_weight=0.0,
                  n_constraints=None, solver=None, tol=None, max_iter=None, solver_options=None,
-                 preprocessor=None, random_state=None):
+                 preprocessor=None, random_state=None, prior=None, verbose=False):
         self.regularizer = regularizer
         self.reg_weight = reg_weight
         self.C_Q = C_Q
@@ -141,6 +169,8 @@ class Qwise_Supervised(_QwiseBase):
         self.solver_options = solver_options
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.prior = prior
+        self.verbose = verbose
 
     def fit(self, X, y):
         """Learn from points ``X`` (n, d) and class labels ``y``."""

@@ -48,3 +48,22 @@ def _blobs(seed: int = 0) -> Instance:
     X = np.concatenate([c + scale * rng.standard_normal((40, d)) for c in centers])
     y = np.repeat(np.arange(3), 40)
     return mmc_instance("syn-blobs", X, y, 120, shifted_seed(5, seed), "3 Gaussian classes, d=8, axis scales 0.5..2, 120 + 120 pairs")
+
+
+def mmc_diagonal_instance(name: str, X, y, n_pairs: int, seed: int, description: str) -> Instance:
+    cons = mmc_pairs(y, n_pairs, n_pairs, seed)
+    return Instance("mmc_diagonal", name, X, cons, params={}, y=y, description=description)
+
+
+@register("mmc_diagonal", "iris")
+def _iris_diagonal(seed: int = 0) -> Instance:
+    X, y = load_dataset("iris")
+    return mmc_diagonal_instance("iris", X, y, 100, shifted_seed(1, seed),
+                                 "iris (standardized), 100 similar + 100 dissimilar pairs, diagonal M, d=4")
+
+
+@register("mmc_diagonal", "wine")
+def _wine_diagonal(seed: int = 0) -> Instance:
+    X, y = load_dataset("wine")
+    return mmc_diagonal_instance("wine", X, y, 150, shifted_seed(2, seed),
+                                 "wine (standardized), 150 similar + 150 dissimilar pairs, diagonal M, d=13")

@@ -15,8 +15,8 @@ from ._base import EXACT, CheckReport, Problem, bundled, list_problems, problem_
 from .boostmetric import BoostMetric
 from .lmnn import LMNN
 from .orml import ORML
-from .pairs import ITML, MMC
+from .pairs import ITML, MMC, MMCDiagonal
 from .qwise import Fantope, Qwise
 
-__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "LMNN", "ITML", "MMC", "Qwise",
+__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "LMNN", "ITML", "MMC", "MMCDiagonal", "Qwise",
            "Fantope", "BoostMetric", "ORML"]

@@ -189,6 +189,8 @@ class Problem(ABC):
     #: Keys of the data file of ``python -m cvxmetric.verification check`` (required, optional).
     data_keys: ClassVar[tuple] = ("X",)
     optional_data_keys: ClassVar[tuple] = ()
+    #: The fast algorithms' option that takes a start (an estimator's ``init``): a matrix ``M0``.
+    start_option: ClassVar[str] = "M0"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -9,7 +9,7 @@ from cvxmetric.instances import Instance
 
 from ._base import Problem, instance_name, solver_options
 
-__all__ = ["ITML", "MMC", "pair_split", "positive_pairs"]
+__all__ = ["ITML", "MMC", "MMCDiagonal", "pair_split", "positive_pairs"]
 
 
 def positive_pairs(labels, m: int) -> np.ndarray:
@@ -155,3 +155,43 @@ class MMC(Problem):
     def _exact_fields(self, form, point):
         # the max-form value of the point's ray (g is 1/2-homogeneous): g(M) / sqrt(<M, C_S>)
         return {"p_max": form.model.dissimilar_sum(point) / np.sqrt(form.value_at(point))}, {}
+
+
+class MMCDiagonal(MMC):
+    r"""MMC over diagonal metrics :math:`M = \operatorname{diag}(a)` (metric-learn's ``MMC(diagonal=True)``).
+
+    Parameters
+    ----------
+    As :class:`MMC`.
+
+    Notes
+    -----
+    .. math::
+        \min_{a \ge 0}\ \sum_{S} D_{\operatorname{diag}(a)}(p) \quad \text{s.t.}\quad
+        \frac{1}{|D|}\sum_{D} \sqrt{D_{\operatorname{diag}(a)}(p)} \ge 1 ,
+
+    convex (a linear objective, a concave constraint function). Algorithm: ``"ascent"``
+    (projected gradient ascent on the max form over the capped simplex,
+    :func:`cvxmetric.solvers.solve_mmc_diagonal`), certified as the full MMC
+    (:class:`cvxmetric.mmc.DiagonalMMCModel`). metric-learn's diagonal objective has the same
+    minimiser up to a scale set by its ``diagonal_c``
+    (:meth:`~cvxmetric.mmc.DiagonalMMCModel.metric_learn_scale`).
+    """
+
+    name = "mmc_diagonal"
+    start_option = "a0"     # the start is the diagonal
+
+    def __init__(self, X, pairs, labels):
+        super().__init__(X, pairs, labels)
+        inst = self.instance
+        self.instance = Instance("mmc_diagonal", instance_name("mmc_diagonal", inst.X, inst.constraints), inst.X,
+                                 inst.constraints, params={})
+
+    def _run(self, method, tol, max_iter, random_state, options):
+        from cvxmetric.solvers import solve_mmc_diagonal
+        return solve_mmc_diagonal(self.X, self.constraints, method=method, **solver_options(tol, max_iter, **options))
+
+    def _exact_fields(self, form, point):
+        a = np.diag(point)
+        return {"a": form.model.make_feasible(a),
+                "p_max": form.model.dissimilar_sum(a) / np.sqrt(form.model.similar_sum(a))}, {}
