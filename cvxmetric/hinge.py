@@ -34,12 +34,14 @@ chosen per call by a measured cost model (:func:`operator_costs`; ``path=`` forc
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._checks import as_data_matrix, zero_length_mask
 from .constraints import ConstraintSet
 
-__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
+__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
 
 #: The two exact forms of K and K* (module docstring).
 OPERATOR_PATHS = ("differences", "points")
@@ -177,6 +179,28 @@ def projection_costs(n_points: int, n_pairs: int, d: int, r: int, k: int, kt_den
     lowrank = 2 * k * per_col + ritz + d * d * r * COST_GEMM + k_factor + COST_CALL_LOWRANK
     dense = kt_dense + d ** 3 * COST_EIGH + k_factor
     return {"dense": dense, "lowrank": lowrank}
+
+
+#: The Gram form of :meth:`QuadrupletGeometry.normal_operator` stores an n x n matrix (and one
+#: product of the same size): not beyond this many points (2 x 512 MB).
+NORMAL_GRAM_MAX_POINTS = 8192
+
+
+def normal_costs(n_points: int, n_pairs: int, d: int, steps: int, k_dense: float, kt_dense: float) -> dict:
+    r"""Modelled seconds of ``steps`` products :math:`K K^*` on each path.
+
+    ``"dense"``: one :math:`K^*` (d x d) and one K per step (``k_dense``, ``kt_dense``: the model of
+    :meth:`QuadrupletGeometry.product_cost`); ``"gram"``: the Gram matrix of the points once
+    (:math:`n^2 d`), then per step the sparse Laplacian times it, its transpose, and four gathered
+    rows of length n per pair (:meth:`QuadrupletGeometry.normal_operator`); ``inf`` beyond
+    ``NORMAL_GRAM_MAX_POINTS``.
+    """
+    dense = steps * (k_dense + kt_dense)
+    if n_points > NORMAL_GRAM_MAX_POINTS:
+        return {"dense": dense, "gram": math.inf}
+    per_step = ((n_points + 2 * n_pairs) * n_points * COST_SPARSE + n_points * n_points * COST_STREAM
+                + 4 * n_pairs * n_points * COST_GATHER + COST_CALL["points"])
+    return {"dense": dense, "gram": n_points * n_points * d * COST_GEMM + steps * per_step}
 
 
 class PairTable:
@@ -556,6 +580,43 @@ class QuadrupletGeometry:
 
         def apply(B: np.ndarray) -> np.ndarray:
             return Xc.T @ (lap @ (Xc @ B))
+
+        return apply
+
+    def normal_operator(self):
+        r"""The map :math:`c \mapsto K K^* c` (length m) through the Gram matrix of the points.
+
+        Returns
+        -------
+        callable
+            ``apply(coef)`` with coef of shape (m,).
+
+        Notes
+        -----
+        With :math:`G = X X^\top` (the centred points, n x n, formed once here) and :math:`K^* c =
+        X^\top \mathcal{L}_c X`, the value of :math:`K^* c` on the pair (a, b) is
+        :math:`(x_a - x_b)^\top X^\top \mathcal{L}_c X (x_a - x_b) = (g_a - g_b)^\top (t_a - t_b)`
+        with :math:`g_a` row a of G and :math:`t_a` row a of :math:`T = G \mathcal{L}_c` (G and the
+        Laplacian are symmetric). Per call :math:`O((n + 2P) n)` sparse and :math:`O(P n)` gathered
+        work, no d-dimensional product: the power iteration of :math:`\|K\|_2` at large d
+        (:func:`normal_costs`).
+        """
+        table, pu, pv = self.pair_table()
+        G = table.Xc @ table.Xc.T
+        rows = max(1, (1 << 20) // max(table.n, 1))   # gathered blocks of about 8 MB
+
+        def apply(coef: np.ndarray) -> np.ndarray:
+            coef = np.asarray(coef, dtype=np.float64)
+            w = np.bincount(pu, coef, table.P + 1)[:table.P]
+            w -= np.bincount(pv, coef, table.P + 1)[:table.P]
+            T = np.asarray(table.laplacian(w) @ G).T     # rows of G L (L G transposed; both symmetric)
+            D = np.zeros(table.P + 1)
+            for s in range(0, table.P, rows):
+                a, b = table.pa[s:s + rows], table.pb[s:s + rows]
+                D[s:s + a.size] = np.einsum("ij,ij->i", G[a] - G[b], T[a] - T[b])
+            out = D[pu]
+            out -= D[pv]
+            return out
 
         return apply
 

@@ -126,14 +126,14 @@ import numpy as np
 
 from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.hinge import GATHER_CHUNK, projection_costs
+from cvxmetric.hinge import GATHER_CHUNK, normal_costs, projection_costs
 from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR, REPAIR_STEPS
 from cvxmetric.linalg import project_psd, rayleigh_ritz_positive, symmetrize
 from cvxmetric.models import HingeCongruence, HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "equilibration", "DEFAULT_TOL",
+__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS", "equilibration", "DEFAULT_TOL",
            "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS", "POWER_ITERATIONS_CONSTANT_STEP",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
 
@@ -354,6 +354,40 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
         X = Y / nrm
     # ||K X|| of the last iterate only (one K per step; at d = 1000 a K costs twice a K*)
     return float(np.linalg.norm(apply(X)))
+
+
+def _operator_norm(op: "_ScaledOperator", model: HingeModel, n_iter: int, seed) -> float:
+    r"""The power-iteration estimate of :math:`\|K'\|_2` on the cheaper side by the cost model
+    (:func:`cvxmetric.hinge.normal_costs`): on :math:`K'^* K'` over d x d matrices
+    (:func:`estimate_operator_norm`), or on :math:`K' K'^*` over multipliers through the Gram
+    matrix of the points (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`; no d x d
+    product at all). Both are lower estimates converging to :math:`\|K'\|_2` (the largest
+    eigenvalue of either product is :math:`\|K'\|_2^2`)."""
+    geom = model.geometry
+    halves = geom.u_rows.size + geom.v_rows.size
+    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
+                         geom.product_cost("Kt"))
+    if not costs["gram"] < costs["dense"]:
+        return estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed)
+    normal, s = geom.normal_operator(), op.s
+    return estimate_norm_from_normal(lambda y: normal(y / s) / s, model.m, n_iter=n_iter, seed=seed)
+
+
+def estimate_norm_from_normal(normal: Callable, m: int, *, n_iter: int = POWER_ITERATIONS, seed=0) -> float:
+    r"""Power-iteration estimate of :math:`\|K\|_2` from :math:`N = K K^*` on :math:`\mathbb{R}^m`:
+    ``n_iter`` steps :math:`y \leftarrow N y` from a random unit y, normalized, and
+    :math:`\sqrt{\|N y\|}` of the last unit y (at most :math:`\|K\|_2`: a lower estimate that
+    converges to it)."""
+    y = as_rng(seed).standard_normal(m)
+    value = 0.0
+    for _ in range(n_iter):
+        y /= float(np.linalg.norm(y))
+        z = normal(y)
+        value = float(np.linalg.norm(z))
+        if value == 0.0:
+            return 0.0
+        y = z
+    return math.sqrt(value)
 
 
 def equilibration(model: HingeModel) -> Optional[HingeCongruence]:
@@ -1118,7 +1152,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     op = _ScaledOperator(model)
     if step_size is None or not adaptive_step:
         n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
-        norm_K = estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed) or 1.0
+        norm_K = _operator_norm(op, model, n_iter, seed) or 1.0
         eta = 0.99 / norm_K
     else:
         eta = check_positive(step_size, "step_size")

@@ -141,3 +141,25 @@ def test_adjoint_operator_matches_the_formed_adjoint():
     np.testing.assert_allclose(geom.adjoint_operator(c)(B), geom.weighted_sum(c) @ B, atol=1e-10)
     with pytest.raises(ValueError, match="coef"):
         geom.adjoint_operator(c[:-1])
+
+
+def test_normal_operator_is_K_of_K_adjoint():
+    model = _model(11, 50, 400, 8)
+    geom = model.geometry
+    c = np.random.default_rng(3).standard_normal(model.m)
+    expected = geom.values(geom.weighted_sum(c))
+    np.testing.assert_allclose(geom.normal_operator()(c), expected, atol=1e-12 * np.abs(expected).max())
+
+
+def test_gram_norm_estimate_is_a_lower_estimate_of_the_operator_norm():
+    from cvxmetric.solvers.pdhg import _ScaledOperator, estimate_norm_from_normal, estimate_operator_norm
+
+    model = _model(11, 50, 400, 9)
+    op = _ScaledOperator(model)
+    normal = model.geometry.normal_operator()
+    dense_rows = np.stack([op.apply(E) for E in np.eye(11 * 11).reshape(-1, 11, 11)], axis=1)
+    exact = float(np.linalg.norm(dense_rows, 2))
+    estimate = estimate_norm_from_normal(lambda y: normal(y / op.s) / op.s, model.m, n_iter=60)
+    assert estimate <= exact * (1 + 1e-12)
+    assert estimate >= 0.95 * exact
+    assert estimate_operator_norm(op.apply, op.adjoint, 11, n_iter=60) <= exact * (1 + 1e-12)
