@@ -191,15 +191,15 @@ def normal_costs(n_points: int, n_pairs: int, d: int, steps: int, k_dense: float
 
     ``"dense"``: one :math:`K^*` (d x d) and one K per step (``k_dense``, ``kt_dense``: the model of
     :meth:`QuadrupletGeometry.product_cost`); ``"gram"``: the Gram matrix of the points once
-    (:math:`n^2 d`), then per step the sparse Laplacian times it, its transpose, and four gathered
+    (:math:`n^2 d`), then per step the sparse Laplacian times it, its transpose, and two gathered
     rows of length n per pair (:meth:`QuadrupletGeometry.normal_operator`); ``inf`` beyond
     ``NORMAL_GRAM_MAX_POINTS``.
     """
     dense = steps * (k_dense + kt_dense)
     if n_points > NORMAL_GRAM_MAX_POINTS:
         return {"dense": dense, "gram": math.inf}
-    per_step = ((n_points + 2 * n_pairs) * n_points * COST_SPARSE + n_points * n_points * COST_STREAM
-                + 4 * n_pairs * n_points * COST_GATHER + COST_CALL["points"])
+    per_step = ((n_points + 2 * n_pairs) * n_points * COST_SPARSE + 2 * n_points * n_points * COST_STREAM
+                + 2 * n_pairs * n_points * COST_GATHER + COST_CALL["points"])
     return {"dense": dense, "gram": n_points * n_points * d * COST_GEMM + steps * per_step}
 
 
@@ -597,7 +597,8 @@ class QuadrupletGeometry:
         X^\top \mathcal{L}_c X`, the value of :math:`K^* c` on the pair (a, b) is
         :math:`(x_a - x_b)^\top X^\top \mathcal{L}_c X (x_a - x_b) = (g_a - g_b)^\top (t_a - t_b)`
         with :math:`g_a` row a of G and :math:`t_a` row a of :math:`T = G \mathcal{L}_c` (G and the
-        Laplacian are symmetric). Per call :math:`O((n + 2P) n)` sparse and :math:`O(P n)` gathered
+        Laplacian are symmetric), :math:`= h_a + h_b - 2 g_a^\top t_b` with :math:`h_a = g_a^\top t_a`
+        (:math:`g_a^\top t_b = (G \mathcal{L}_c G)_{ab}` is symmetric in a, b). Per call :math:`O((n + 2P) n)` sparse and :math:`O(P n)` gathered
         work, no d-dimensional product: the power iteration of :math:`\|K\|_2` at large d
         (:func:`normal_costs`).
         """
@@ -609,11 +610,14 @@ class QuadrupletGeometry:
             coef = np.asarray(coef, dtype=np.float64)
             w = np.bincount(pu, coef, table.P + 1)[:table.P]
             w -= np.bincount(pv, coef, table.P + 1)[:table.P]
-            T = np.asarray(table.laplacian(w) @ G).T     # rows of G L (L G transposed; both symmetric)
+            # rows of G L = (L G)^T (both symmetric), made contiguous: the gathers below read rows
+            T = np.ascontiguousarray(np.asarray(table.laplacian(w) @ G).T)
+            h = np.einsum("ij,ij->i", G, T)       # g_a . t_a
             D = np.zeros(table.P + 1)
             for s in range(0, table.P, rows):
                 a, b = table.pa[s:s + rows], table.pb[s:s + rows]
-                D[s:s + a.size] = np.einsum("ij,ij->i", G[a] - G[b], T[a] - T[b])
+                # g_a . t_b = (G L G)_ab = g_b . t_a (symmetric)
+                D[s:s + a.size] = h[a] + h[b] - 2.0 * np.einsum("ij,ij->i", G[a], T[b])
             out = D[pu]
             out -= D[pv]
             return out
