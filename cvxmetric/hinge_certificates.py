@@ -268,7 +268,11 @@ def compute_basis(model):
     R = 0.5 * (model.R + model.R.T)
     normR = float(np.linalg.norm(R))
     U = None
-    if X.shape[0] > 1:
+    # R = rI with r > 0 (the trace regularizer): the whole space loses nothing, since S = rI is
+    # positive definite on the complement of the span, so lambda_min(S) = min(r, lambda_min(S_U));
+    # the SVD of the data (O(n d min(n, d)): seconds at d = 1000) is skipped
+    scalar = R[0, 0] > 0 and np.array_equal(R, R[0, 0] * np.eye(d))
+    if X.shape[0] > 1 and not scalar:
         # the differences x_i - x_0 span every difference x_i - x_j (exact zeros for constant
         # features); numpy's matrix_rank tolerance separates rank from round-off
         # (full_matrices only when n < d: Vt is then completed to d x d; with n >= d the thin
