@@ -36,6 +36,23 @@ factor of rank r (:math:`O(n d r + m r)`) where the model says it pays. :math:`K
 :func:`cvxmetric.linalg.project_psd`) plus one :math:`K` and one :math:`K^*`; the :math:`K^*` is an
 update over the multipliers that changed (most multipliers at a bound stay there) where the model
 prices that below a full product (``INCREMENTAL_ADJOINT``; recomputed in full at the next check).
+**Low-rank projection.** Where the iterate has rank :math:`r \ll d`, a step need not form
+:math:`K^* y` nor decompose a d x d matrix: the positive eigenpairs of the step matrix
+:math:`A = (M - \tau(R + K^* y))/(1 + \tau q)` are tracked on a warm basis B of
+:math:`k = r + \max(8, r/4)` columns (``LOWRANK_EXTRA_*``) by one block Rayleigh-Ritz step on
+:math:`[B, AB]` per iteration (:func:`cvxmetric.linalg.rayleigh_ritz_positive`), with A applied
+matrix-free: M through its factor :math:`V \mathrm{diag}(\lambda) V^\top`, R as a multiple of the
+identity where it is one, :math:`K^* y` through the data and the sparse Laplacian
+(:meth:`cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`, :math:`O(n d k + P k)`). The Ritz
+values never exceed the eigenvalues (Cauchy interlacing) and :math:`M^+ = V_+ \mathrm{diag}(\lambda_+)
+V_+^\top` is PSD by construction, so every scored point is feasible and every bound is computed
+as on the dense path; only the step is inexact (measured at d = 1000 with 10^4 quadruplets: 256
+iterations against 240 dense). The choice is made per step by the cost model
+(:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
+The checks still read the d x d dual matrix (scores, certificates). The cold start's power
+iteration runs on :math:`K K^*` through the Gram matrix of the points where that is cheaper
+(:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
+
 The state of the method is a :class:`PDHGState` (step, check, restart, result). The practical
 ingredients of PDLP (Applegate et al., 2021) and its KKT-restart variant (cuPDLP, Lu & Yang, 2023):
 
