@@ -163,3 +163,27 @@ def test_gram_norm_estimate_is_a_lower_estimate_of_the_operator_norm():
     assert estimate <= exact * (1 + 1e-12)
     assert estimate >= 0.95 * exact
     assert estimate_operator_norm(op.apply, op.adjoint, 11, n_iter=60) <= exact * (1 + 1e-12)
+
+
+def test_certificate_by_safe_shift_agrees_with_the_eigenvalue_certificate():
+    """At a size where the cost model bounds lambda_min by a safe shift (d = 700), the bound is at
+    most the one from the full spectrum and within the shift's round-off of it."""
+    import cvxmetric.hinge_certificates as hc
+
+    rng = np.random.default_rng(4)
+    X = rng.random((60, 700))
+    from cvxmetric.generators import sample_quadruplet_indices
+    from cvxmetric.constraints import ConstraintSet
+
+    model = qwise_model(X, ConstraintSet.from_quadruplets(sample_quadruplet_indices(60, 300, rng)))
+    span = model._span()
+    assert span.U is None and span.R_scale == 1.0 and hc._safe_shift_pays(span)
+    KTy_unit = model.geometry.weighted_sum(np.ones(model.m))
+    for level in (0.1, 0.5, 1.0):     # dual matrices from PSD to clearly indefinite
+        y = level * model.coef
+        shift, _ = model.certify(y, upper=1e6, repair_steps=0)
+        lam = np.linalg.eigvalsh(model.R + level * KTy_unit)
+        exact, _ = model.certify(y, upper=1e6, repair_steps=0, dual_eigvals=lam)
+        scale = abs(exact) + np.abs(lam).max()
+        assert shift <= exact + 1e-12 * scale
+        assert shift >= exact - 1e-8 * scale
