@@ -717,7 +717,8 @@ class PDHGState:
         else:
             KTy_new, self._KTy_exact = self.op.adjoint_update(self.KTy, self.y, y_new)
         self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, KTy_new
-        self._factor = (lam, V)
+        pos = lam > 0     # the factor of M+: its positive eigenpairs (a full eigh returns all d)
+        self._factor = (lam[pos], V[:, pos])
         self._KTy_sum_exact &= self._KTy_exact
         self.norm2 = max(float(lam[-1]), 0.0) if lam.size else 0.0
         self.w_sum += eta
@@ -778,7 +779,9 @@ class PDHGState:
             return scale * (MB - tau * (RB + KTy_apply(B)))
 
         k = self._block_size(self.rank or 0)
-        basis = self._basis if self._basis is not None else np.empty((d, 0))
+        basis = self._basis
+        if basis is None:   # the first low-rank step: the range of M (a dense step's factor), if any
+            basis = factor[1] if factor is not None else np.empty((d, 0))
         if basis.shape[1] < k:
             basis = np.hstack([basis, self._rng.standard_normal((d, k - basis.shape[1]))])
         lam, V, ritz = rayleigh_ritz_positive(apply, basis[:, :k])

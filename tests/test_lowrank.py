@@ -187,3 +187,23 @@ def test_certificate_by_safe_shift_agrees_with_the_eigenvalue_certificate():
         scale = abs(exact) + np.abs(lam).max()
         assert shift <= exact + 1e-12 * scale
         assert shift >= exact - 1e-8 * scale
+
+
+def test_a_dense_step_then_lowrank_steps_continue_from_its_factor():
+    """A run that switches paths (as ``"auto"`` does when the rank moves) stays exact: after dense
+    steps, the low-rank step reads M through the dense step's positive eigenpairs only."""
+    model = _model(14, 60, 500, 10)
+    state = start_state(model, projection="dense")
+    for _ in range(12):
+        state.step()
+    lam, V = state._factor
+    np.testing.assert_allclose((V * lam) @ V.T, state.M, atol=1e-12 * np.abs(state.M).max())
+    assert np.all(lam > 0)
+    state.projection = "lowrank"
+    for _ in range(200):
+        state.step()
+    res = pdhg(model, state=state, warn=False)
+    ref = pdhg(model, projection="dense")
+    assert res.converged and ref.converged
+    assert relative_gap(ref.objective, res.lower_bound) >= -WRONG_CERTIFICATE_RTOL
+    assert relative_gap(res.objective, ref.lower_bound) >= -WRONG_CERTIFICATE_RTOL
