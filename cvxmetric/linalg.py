@@ -231,9 +231,11 @@ def _cholesky_backward_error(d: int, norm: float) -> float:
 
 
 #: Shifts :func:`lambda_min_lower_bound` tries below its estimate, as multiples of the estimate's
-#: residual norm plus its round-off guard: the first that factors is the bound (each failure costs one
-#: Cholesky attempt, which stops at the first non-positive pivot).
-SAFE_SHIFT_STEPS = (1.0, 4.0, 64.0)
+#: residual norm plus its round-off guard, tightest first: the first that factors is the bound (each
+#: failure costs one Cholesky attempt, which stops at the first non-positive pivot). A Ritz value
+#: is never below lambda_min, and lambda_min is usually within far less than the residual norm of it
+#: (the residual bound is quadratic in the eigenvector's error), so the tight shifts usually factor.
+SAFE_SHIFT_STEPS = (0.01, 0.1, 1.0, 4.0, 64.0)
 
 
 def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None) -> float:

@@ -561,7 +561,6 @@ class PDHGState:
         # the low-rank projection: the tracked basis, the factor (V, lam) of the current M when it
         # is a projection's output (None after a restart to the average), the steps that took it
         self._basis, self._factor, self.lowrank_steps = None, None, 0
-        self.step_cost = 0.0   # modelled seconds of the steps so far (_projection_choice)
         R0 = np.asarray(model.R, dtype=np.float64)
         self._R_scalar = float(R0[0, 0]) if np.array_equal(R0, R0[0, 0] * np.eye(model.d)) else None
         self.model = model
@@ -632,7 +631,7 @@ class PDHGState:
         new = PDHGState(model, M, y, eta=self.eta, omega=self.omega, adaptive_step=self.adaptive_step,
                         t_start=self.t_start, err_last=self.err_last, projection=self.projection,
                         seed=self._rng)
-        new._basis, new.lowrank_steps, new.step_cost = self._basis, self.lowrank_steps, self.step_cost
+        new._basis, new.lowrank_steps = self._basis, self.lowrank_steps
         hit = rows >= 0
 
         def moved(v):   # scaled multipliers of the old rows -> scaled multipliers of the new rows
@@ -681,8 +680,7 @@ class PDHGState:
         """
         eta, omega = self.eta, self.omega
         tau, sigma = eta / omega, eta * omega
-        lowrank, cost = self._projection_choice()
-        self.step_cost += cost
+        lowrank = self._lowrank_pays()
         if lowrank:
             M_new, lam, V = self._lowrank_projection(tau)
         else:
@@ -736,26 +734,18 @@ class PDHGState:
         return min(self.model.d, r + max(LOWRANK_EXTRA_MIN, math.ceil(LOWRANK_EXTRA_FRACTION * r)))
 
     def _lowrank_pays(self) -> bool:
-        """Whether this step takes the low-rank projection (:meth:`_projection_choice`)."""
-        return self._projection_choice()[0]
-
-    def _projection_choice(self) -> tuple[bool, float]:
-        """Whether this step takes the low-rank projection, forced by ``projection`` or where the
+        """Whether this step takes the low-rank projection: forced by ``projection``, or where the
         cost model (:func:`cvxmetric.hinge.projection_costs`) prices it below the dense step at the
-        current rank, and the modelled cost of the step (the repairs' budget, ``REPAIR_BUDGET``: a
-        dense step counts its K and K*, a low-rank step its projection with K). The counts are the
-        sizes' bounds of :meth:`QuadrupletGeometry.operator_path` (no table needed), so the choice
-        is the same in every run."""
+        current rank. The counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path`
+        (no table needed), so the choice is the same in every run."""
+        if self.projection != "auto":
+            return self.projection == "lowrank"
         geom = self.model.geometry
-        dense_cost = geom.product_cost("K") + geom.product_cost("Kt")
-        if self.projection == "dense":
-            return False, dense_cost
         r = self.rank if self.rank is not None else 0
         halves = geom.u_rows.size + geom.v_rows.size
         costs = projection_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, r, self._block_size(r),
                                  geom.product_cost("Kt"), geom.product_cost("K", r=max(r, 1)))
-        lowrank = self.projection == "lowrank" or costs["lowrank"] < costs["dense"]
-        return lowrank, (costs["lowrank"] if lowrank else dense_cost)
+        return costs["lowrank"] < costs["dense"]
 
     def _lowrank_projection(self, tau: float) -> tuple:
         r"""The projection of the step matrix :math:`A = (M - \tau(R + K'^* y'))/(1 + \tau q)` from
@@ -845,7 +835,7 @@ class PDHGState:
                                                 + geom.product_cost("Kt"))
         self._plan = self.model.polish_plan(cand.M, self.polish_free_factor) if POLISH_CERTIFICATE else None
         polish = None if self._plan is None else self._plan.cost + geom.product_cost("Kt")
-        budget = REPAIR_BUDGET * self.step_cost
+        budget = REPAIR_BUDGET * self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
         self._repair_allowed = kkt or self.repair_cost + (polish or 0.0) + self._repair_estimate <= budget
         return kkt or self.repair_cost + (self._repair_estimate if polish is None else polish) <= budget
 
