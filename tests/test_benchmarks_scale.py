@@ -47,3 +47,8 @@ def test_new_sizes_carry_their_targets():
     assert (scale.SIZES["d2000-m1e4"].d, scale.SIZES["d2000-m1e4"].m, scale.SIZES["d2000-m1e4"].target) == (2000, 10_000, 60.0)
     big = scale.SIZES["d5000-m1e5"]
     assert (big.d, big.n, big.m, big.target) == (5000, 5000, 100_000, 600.0)
+
+
+def test_the_d5000_size_runs_only_when_named():
+    assert not scale.SIZES["d5000-m1e5"].in_default
+    assert all(size.in_default for name, size in scale.SIZES.items() if name != "d5000-m1e5")
