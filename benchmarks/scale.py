@@ -2,7 +2,8 @@
 
 Run from the repository root::
 
-    python -m benchmarks.scale                          # every size, no peers
+    python -m benchmarks.scale                          # every default size, no peers
+    python -m benchmarks.scale --sizes d5000-m1e5       # d = 5000 (named only: see SIZES)
     python -m benchmarks.scale --sizes d50-m1e4 --peers # with SCS and Clarabel (cap 600 s each)
     python -m benchmarks.scale --quick                  # a small smoke run (seconds)
     python -m benchmarks.scale --calibrate              # the operator cost model against measured times
@@ -28,8 +29,12 @@ certified 1e-3 (at a check), the certificate's complementarity polishes and targ
 (``steps x fl.``: the solve's time less the certificate's polishes and repairs and less the cold
 start, whose power iteration sets the first step size), and the ratio per iteration / floor in CPU
 seconds of the process (robust to a loaded machine, where the wall-clock ratio is not: the floor is
-the best of a few repeats, the solve pays every wait for a core). With ``--peers``, SCS (at its default accuracy, eps 1e-4, as
-a user runs it) and Clarabel (the project's ground-truth settings) solve the cvxpy twin in a child
+the best of a few repeats, the solve pays every wait for a core), the peak resident memory of the
+process (``ru_maxrss``, MB), and the size's wall-clock target (build and solve, seconds). Where the
+solver took the low-rank projection (:func:`cvxmetric.solvers.pdhg.pdhg`, ``projection``), the
+floor's projection is one block Rayleigh-Ritz step and K* y is not formed (``floor``).
+
+With ``--peers``, SCS (at its default accuracy, eps 1e-4, as a user runs it) and Clarabel (the project's ground-truth settings) solve the cvxpy twin in a child
 process killed after ``--peer-cap`` seconds; their rows give the time, our speed-up, and their
 objective's gap to our certified lower bound. Sizes where a peer is known not to fit (measured:
 cvxpy with SCS or Clarabel does not solve d = 100 with 10^4 constraints in 600 s, 12-15 GB) are
@@ -45,6 +50,7 @@ import argparse
 import math
 import multiprocessing
 import os
+import resource
 import time
 import warnings
 from dataclasses import dataclass
@@ -65,6 +71,10 @@ PEER_CAP = 600.0
 TIME_LIMIT = 600.0
 #: Repetitions of each floor product (the best is kept: the load only ever adds time).
 FLOOR_REPEATS = 5
+#: The floor through difference vectors is timed only up to this many multiply-adds (m d^2) of one
+#: product: beyond, one product takes minutes (d = 5000 with 10^5 quadruplets: 2.5e12), and the
+#: column prints nan.
+DIFFERENCES_FLOOR_MAX = 2e11
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,8 @@ class Size:
     certificate_tol: float = 1e-3
     peers_fit: bool = False
     note: str = ""
+    target: float | None = None   # the wall-clock target of the whole row (build and solve), seconds
+    in_default: bool = True       # run by a plain ``python -m benchmarks.scale`` (else only when named)
 
 
 _TOO_BIG = ("the cvxpy twin has {nnz:.1e} coefficient nonzeros, {times:.0f}x those of d = 100 with 10^4 "
@@ -88,7 +100,12 @@ SIZES = {
     "d50-m1e5": Size(50, 2000, 100_000, seed=5001, note=_TOO_BIG.format(nnz=1.275e8, times=2.5)),
     "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002, note=_TOO_BIG.format(nnz=1.275e9, times=25)),
     "d500-m1e4": Size(500, 2000, 10_000, seed=5003, note=_TOO_BIG.format(nnz=1.25e9, times=25)),
-    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98)),
+    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98), target=20.0),
+    "d2000-m1e4": Size(2000, 2000, 10_000, seed=5005, note=_TOO_BIG.format(nnz=2.0e10, times=392), target=60.0),
+    # named only: its geometry stores the difference vectors (2 x 10^5 x 5000 doubles, 8 GB) and its
+    # checks form and decompose the 5000 x 5000 dual matrix (tens of seconds each)
+    "d5000-m1e5": Size(5000, 5000, 100_000, seed=5006, note=_TOO_BIG.format(nnz=1.25e12, times=24500),
+                       target=600.0, in_default=False),
 }
 QUICK = {"quick-d10": Size(10, 200, 3000, seed=7, peers_fit=True)}
 
@@ -116,7 +133,8 @@ def _best_time(fn, repeats: int = FLOOR_REPEATS, clock=time.perf_counter) -> flo
     return best
 
 
-def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1, 0, 0.0)) -> dict:
+def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1, 0, 0.0),
+          lowrank: float = 0.0) -> dict:
     """Seconds of the products of one iteration, each timed alone, at the solver's own last step:
     the projection of A = (M - tau (R + K'* y')) / (1 + tau q), with tau = eta / omega from
     ``step = (eta, omega)``, by the eigensolver PDHG would choose (the rank hint is the
@@ -126,7 +144,11 @@ def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1,
     ``info["adjoint_update_rows"]``): the full product for the steps that took it, the update over
     that many changed multipliers (at random rows) for the others, averaged over the steps. The
     rank printed is the projection's number of positive eigenvalues (not a count of the round-off
-    eigenvalues of the returned M)."""
+    eigenvalues of the returned M). ``lowrank``: the share of the run's steps that took the
+    low-rank projection (``info["lowrank_steps"]``); for those the projection is one block
+    Rayleigh-Ritz step at the returned point (basis: the projection's eigenvectors and the extra
+    columns the solver keeps, M through its factor), which applies K'* y' through the data itself,
+    so their K'* y is 0 in the floor."""
     from cvxmetric.linalg import project_psd
     from cvxmetric.solvers.pdhg import _ScaledOperator
 
@@ -159,21 +181,51 @@ def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1,
     path_Kt = model.geometry.operator_path("Kt")[0]
     if share:
         path_Kt += f", {share:.0%} updates over {k / model.m:.0%}"
+    if lowrank:
+        path_Kt += f", {lowrank:.0%} low-rank steps"
+    lowrank_project = _lowrank_projection_step(model, Mp, lam, V, y, step) if lowrank else None
     t_K = _best_time(lambda: op.apply(Mp, eig=(lam, V)))
-    t_Kt = adjoint_step()
-    t_eig = _best_time(project)
+    dense = lowrank < 1.0      # a run whose every step was low-rank has no dense product in its floor
+    t_Kt = (1.0 - lowrank) * adjoint_step() if dense else 0.0
+    t_eig = ((1.0 - lowrank) * _best_time(project) if dense else 0.0) \
+        + (lowrank * _best_time(lowrank_project) if lowrank else 0.0)
     # the same products through one difference vector per constraint (O(m d^2), the other exact form)
     geom, y_unscaled = model.geometry, np.asarray(y)
-    t_diff = _best_time(lambda: geom.values(Mp, path="differences"), 2) \
-        + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
+    if model.m * model.d ** 2 <= DIFFERENCES_FLOOR_MAX:
+        t_diff = _best_time(lambda: geom.values(Mp, path="differences"), 2) \
+            + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
+    else:
+        t_diff = math.nan
     # the same three in CPU seconds of this process (one BLAS thread): the time waiting for a core on
     # a loaded machine is left out of both the floor and the solve's CPU time per iteration
     cpu = time.process_time
-    t_cpu = (_best_time(lambda: op.apply(Mp, eig=(lam, V)), clock=cpu) + adjoint_step(cpu)
-             + _best_time(project, clock=cpu))
+    t_cpu = (_best_time(lambda: op.apply(Mp, eig=(lam, V)), clock=cpu)
+             + ((1.0 - lowrank) * (adjoint_step(cpu) + _best_time(project, clock=cpu)) if dense else 0.0)
+             + (lowrank * _best_time(lowrank_project, clock=cpu) if lowrank else 0.0))
     return {"K": t_K, "Kt": t_Kt, "eig": t_eig, "total": t_K + t_Kt + t_eig, "cpu_total": t_cpu, "rank": r,
             "differences": t_diff + t_eig,
             "path_K": model.geometry.operator_path("K")[0], "path_Kt": path_Kt}
+
+
+def _lowrank_projection_step(model, Mp: np.ndarray, lam: np.ndarray, V: np.ndarray, y: np.ndarray, step: tuple):
+    """One low-rank projection as the solver takes it at the point (Mp, y): a PDHG state at that
+    point whose tracked basis is the projection's eigenvectors plus the solver's extra columns."""
+    from cvxmetric.solvers.pdhg import start_state
+
+    eta, omega = step
+    state = start_state(model, M0=Mp, y0=np.clip(y, 0.0, model.coef), step_size=eta, primal_weight=omega,
+                        projection="lowrank")
+    pos = lam > 0
+    state._factor = (lam[pos], V[:, pos])
+    state.rank = int(np.count_nonzero(pos))
+    extra = np.random.default_rng(0).standard_normal((model.d, state._block_size(state.rank) - state.rank))
+    basis = np.hstack([V[:, pos], extra])
+
+    def project():
+        state._basis = basis
+        return state._lowrank_projection(eta / omega)
+
+    return project
 
 
 def run_ours(name: str, size: Size, time_limit: float) -> dict:
@@ -187,8 +239,11 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         res = pdhg(model, certificate_tol=size.certificate_tol, time_limit=time_limit)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # kB on Linux
+    steps = res.n_iter - res.info["rejected_steps"]
     fl = floor(model, res.M, res.multipliers, (res.info["step_size"], res.info["primal_weight"]),
-               (res.n_iter - res.info["rejected_steps"], res.info["adjoint_updates"], res.info["adjoint_update_rows"]))
+               (steps, res.info["adjoint_updates"], res.info["adjoint_update_rows"]),
+               lowrank=res.info["lowrank_steps"] / max(steps, 1))
     gap = None if res.lower_bound is None else relative_gap(res.objective, res.lower_bound)
     # seconds to the first check whose best objective and best bound so far certify 1e-3
     best_f, best_lb, t_1e3 = math.inf, None, None
@@ -202,7 +257,7 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
             "ms_iter": 1e3 * elapsed / max(res.n_iter, 1), "floor": fl, "gap": gap, "status": res.status,
             "objective": res.objective, "lower": res.lower_bound, "converged": res.converged, "t_1e3": t_1e3,
             "repairs": res.info["repairs"], "polishes": res.info["polishes"], "repair_s": res.info["repair_seconds"],
-            "start_s": res.info["start_seconds"],
+            "start_s": res.info["start_seconds"], "peak_mb": peak_mb,
             "cpu_ms_iter": 1e3 * cpu / max(res.n_iter, 1)}
 
 
@@ -244,20 +299,22 @@ def run_peer(name: str, size: Size, solver: str, cap: float) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'iters':>6s} "
-          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s}  status  "
+          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s} {'peak MB':>8s} {'target s':>8s}  status  "
           f"(floor: K M [path, rank] + K* y [path] + eigh)")
     for r in rows:
         s, fl = r["size"], r["floor"]
         gap = "-" if r["gap"] is None else f"{r['gap']:.1e}"
         t13 = "-" if r["t_1e3"] is None else f"{r['t_1e3']:.1f}"
         rep = f"{r['polishes']}/{r['repairs']} ({r['repair_s']:.1f})"
+        target = "-" if s.target is None else f"{s.target:.0f}"
         cpu_ratio = r["cpu_ms_iter"] / (1e3 * fl["cpu_total"]) if fl["cpu_total"] > 0 else math.inf
         steps_s = (r["time"] - r["repair_s"] - r["start_s"]) / max(r["iters"], 1)
         steps_ratio = steps_s / fl["total"] if fl["total"] > 0 else math.inf
         print(f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} {r['iters']:6d} "
               f"{r['ms_iter']:8.2f} {1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} "
               f"{steps_ratio:11.2f} "
-              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f}  "
+              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f} "
+              f"{r['peak_mb']:8.0f} {target:>8s}  "
               f"{r['status']}  ({1e3 * fl['K']:.1f} [{fl['path_K']}, r={fl['rank']}] + {1e3 * fl['Kt']:.1f} "
               f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f})", flush=True)
 
@@ -313,7 +370,7 @@ def size_row(task) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=sorted(SIZES) + sorted(QUICK))
+    p.add_argument("--sizes", nargs="+", default=[k for k, v in SIZES.items() if v.in_default], choices=sorted(SIZES) + sorted(QUICK))
     p.add_argument("--quick", action="store_true", help="a small smoke run (seconds); overrides --sizes")
     p.add_argument("--peers", action="store_true", help="also run SCS and Clarabel where they fit")
     p.add_argument("--peer-cap", type=positive_float, default=PEER_CAP, help="wall-clock cap of a peer solve, s")

@@ -201,17 +201,23 @@ def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
     model clearly positive.
     """
     X = as_data_matrix(X)
-    T = as_square_symmetric(T, "T", d=X.shape[1], psd=True)
+    T = as_square_symmetric(T, "T", d=X.shape[1])
+    # the features T reads: D_T(u) = u_S^T T_SS u_S on the support S of T's columns (exact), so the
+    # orientation costs O(m |S|^2) and the PSD test one |S| x |S| eigenvalue problem, not O(m d^2)
+    # and a d x d one (a zero row and column of T adds the eigenvalue 0)
+    support = np.flatnonzero(np.any(T != 0.0, axis=0))
+    T_s = as_square_symmetric(T[np.ix_(support, support)], "T", psd=True) if support.size else T[:0, :0]
     m = check_int_in_range(m, "m", 0)
     flip_fraction = check_nonnegative(flip_fraction, "flip_fraction")
     rng = as_rng(seed)
     if not flip_fraction < 0.5:
         raise ValueError(f"flip_fraction must be in [0, 0.5); got {flip_fraction}")
     q = sample_quadruplet_indices(X.shape[0], m, rng)
-    U = X[q[:, 0]] - X[q[:, 1]]
-    V = X[q[:, 2]] - X[q[:, 3]]
-    dij = np.einsum("ij,jk,ik->i", U, T, U)
-    dkl = np.einsum("ij,jk,ik->i", V, T, V)
+    Xs = X[:, support]
+    U = Xs[q[:, 0]] - Xs[q[:, 1]]
+    V = Xs[q[:, 2]] - Xs[q[:, 3]]
+    dij = np.einsum("ij,ij->i", U @ T_s, U)
+    dkl = np.einsum("ij,ij->i", V @ T_s, V)
     keep = dij != dkl
     if m > 0 and not np.any(keep):
         raise ValueError(

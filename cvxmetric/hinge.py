@@ -34,12 +34,14 @@ chosen per call by a measured cost model (:func:`operator_costs`; ``path=`` forc
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._checks import as_data_matrix, zero_length_mask
 from .constraints import ConstraintSet
 
-__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
+__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
 
 #: The two exact forms of K and K* (module docstring).
 OPERATOR_PATHS = ("differences", "points")
@@ -130,6 +132,77 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
             "dense": use_dense}
 
 
+#: A dense symmetric eigenproblem of order d, per d^3 (LAPACK dsyevr on the positive eigenvalues,
+#: ~6 % of them; ``cvxmetric.linalg.positive_eigenpairs``), measured on one BLAS thread at load ~4:
+#: 0.18 s at d = 1000, 1.30 s at d = 2000 (1.6-1.8e-10); the small Rayleigh-Ritz problems of
+#: order 180: 1.8 ms (3e-10).
+COST_EIGH = 1.8e-10
+COST_EIGH_SMALL = 3.0e-10
+#: fixed cost of one low-rank projection step (two dozen numpy calls, the sparse Laplacian):
+#: measured at d = 20 (100 points, 600 quadruplets), 1.7 ms per PDHG iteration against 1.2 ms dense.
+COST_CALL_LOWRANK = 6.0e-4
+
+
+def projection_costs(n_points: int, n_pairs: int, d: int, r: int, k: int, kt_dense: float,
+                     k_factor: float) -> dict:
+    r"""Modelled seconds of one PDHG projection step on each path (module constants).
+
+    Parameters
+    ----------
+    n_points, n_pairs : int
+        Points and distinct pairs of the pair table (the matrix-free :math:`K^* y`).
+    d : int
+        Dimension.
+    r : int
+        Rank of the current iterate (its factor :math:`M = V \mathrm{diag}(w) V^\top`).
+    k : int
+        Columns of the tracked basis of the low-rank path.
+    kt_dense, k_factor : float
+        Modelled seconds of one full :math:`K^* y` (d x d) and one :math:`K M` through a rank-r
+        factor (:meth:`QuadrupletGeometry.product_cost`).
+
+    Returns
+    -------
+    dict
+        ``{"dense": s, "lowrank": s}``. Dense: :math:`K^* y` as a d x d matrix, one ``eigh`` of
+        order d (``COST_EIGH``), :math:`K M^+` through the factor. Low-rank: two products of the
+        step operator :math:`B \mapsto M B - \tau (R B + X^\top \mathcal{L}_y X B)` with blocks of
+        at most 2k columns (:math:`2 n d` multiply-adds per column through the data, the sparse
+        Laplacian, :math:`2 d r` through the factor), the block Gram-Schmidt and Rayleigh-Ritz
+        problem of order 2k, the d x d iterate :math:`V \mathrm{diag}(w) V^\top` (kept for the
+        checks), and :math:`K M^+` through the factor.
+    """
+    per_col = 2 * n_points * d * COST_GEMM + (n_points + 2 * n_pairs) * COST_SPARSE + 2 * d * r * COST_GEMM
+    # AB on k columns and AZ on at most k (Z spans (I - BB^T) AB); Gram-Schmidt, QR and the Ritz
+    # vectors ~8 d k^2 multiply-adds
+    ritz = 8 * d * k * k * COST_GEMM + (2 * k) ** 3 * COST_EIGH_SMALL
+    lowrank = 2 * k * per_col + ritz + d * d * r * COST_GEMM + k_factor + COST_CALL_LOWRANK
+    dense = kt_dense + d ** 3 * COST_EIGH + k_factor
+    return {"dense": dense, "lowrank": lowrank}
+
+
+#: The Gram form of :meth:`QuadrupletGeometry.normal_operator` stores an n x n matrix (and one
+#: product of the same size): not beyond this many points (2 x 512 MB).
+NORMAL_GRAM_MAX_POINTS = 8192
+
+
+def normal_costs(n_points: int, n_pairs: int, d: int, steps: int, k_dense: float, kt_dense: float) -> dict:
+    r"""Modelled seconds of ``steps`` products :math:`K K^*` on each path.
+
+    ``"dense"``: one :math:`K^*` (d x d) and one K per step (``k_dense``, ``kt_dense``: the model of
+    :meth:`QuadrupletGeometry.product_cost`); ``"gram"``: the Gram matrix of the points once
+    (:math:`n^2 d`), then per step the sparse Laplacian times it, its transpose, and two gathered
+    rows of length n per pair (:meth:`QuadrupletGeometry.normal_operator`); ``inf`` beyond
+    ``NORMAL_GRAM_MAX_POINTS``.
+    """
+    dense = steps * (k_dense + kt_dense)
+    if n_points > NORMAL_GRAM_MAX_POINTS:
+        return {"dense": dense, "gram": math.inf}
+    per_step = ((n_points + 2 * n_pairs) * n_points * COST_SPARSE + 2 * n_points * n_points * COST_STREAM
+                + 2 * n_pairs * n_points * COST_GATHER + COST_CALL["points"])
+    return {"dense": dense, "gram": n_points * n_points * d * COST_GEMM + steps * per_step}
+
+
 class PairTable:
     r"""The distinct endpoint pairs of a list of halves, and the Laplacian pattern on them.
 
@@ -217,12 +290,18 @@ class PairTable:
             T = self.Xc.T @ (self._W @ self.Xc)
             G = (self.Xc.T * deg) @ self.Xc - T - T.T
             return 0.5 * (G + G.T)
+        G = self.Xc.T @ (self.laplacian(w, deg) @ self.Xc)
+        return 0.5 * (G + G.T)
+
+    def laplacian(self, w: np.ndarray, deg: np.ndarray | None = None):
+        r"""The weighted Laplacian :math:`\mathcal{L}_w` (n x n, scipy CSR) on the table's pattern;
+        ``deg``: its diagonal, when the caller has it."""
         from scipy import sparse
 
+        if deg is None:
+            deg = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
         data = np.concatenate([deg, -w, -w])[self._perm]
-        lap = sparse.csr_matrix((data, self._indices, self._indptr), shape=(self.n, self.n))
-        G = self.Xc.T @ (lap @ self.Xc)
-        return 0.5 * (G + G.T)
+        return sparse.csr_matrix((data, self._indices, self._indptr), shape=(self.n, self.n))
 
 
 class QuadrupletGeometry:
@@ -475,6 +554,75 @@ class QuadrupletGeometry:
             Vk = self.V[pv[kv]]
             G -= (Vk * coef[kv, None]).T @ Vk
         return 0.5 * (G + G.T)
+
+    def adjoint_operator(self, coef: np.ndarray):
+        r"""The map :math:`B \mapsto (K^* c) B` for (d, k) blocks B, without the d x d matrix.
+
+        Parameters
+        ----------
+        coef : ndarray, shape (m,)
+            Coefficients :math:`c_q`.
+
+        Returns
+        -------
+        callable
+            ``apply(B)`` with B of shape (d, k): :math:`X^\top (\mathcal{L}_c (X B))` through the
+            pair table (``Xc`` centred, :math:`\mathcal{L}_c` sparse, built once here), cost
+            :math:`O(n d k + (n + 2P) k)` per call (:func:`projection_costs`).
+        """
+        coef = np.asarray(coef, dtype=np.float64)
+        if coef.shape != (self.m,):
+            raise ValueError(f"coef must have shape ({self.m},); got {coef.shape}")
+        table, pu, pv = self.pair_table()
+        w = np.bincount(pu, coef, table.P + 1)[:table.P]
+        w -= np.bincount(pv, coef, table.P + 1)[:table.P]
+        lap, Xc = table.laplacian(w), table.Xc
+
+        def apply(B: np.ndarray) -> np.ndarray:
+            return Xc.T @ (lap @ (Xc @ B))
+
+        return apply
+
+    def normal_operator(self):
+        r"""The map :math:`c \mapsto K K^* c` (length m) through the Gram matrix of the points.
+
+        Returns
+        -------
+        callable
+            ``apply(coef)`` with coef of shape (m,).
+
+        Notes
+        -----
+        With :math:`G = X X^\top` (the centred points, n x n, formed once here) and :math:`K^* c =
+        X^\top \mathcal{L}_c X`, the value of :math:`K^* c` on the pair (a, b) is
+        :math:`(x_a - x_b)^\top X^\top \mathcal{L}_c X (x_a - x_b) = (g_a - g_b)^\top (t_a - t_b)`
+        with :math:`g_a` row a of G and :math:`t_a` row a of :math:`T = G \mathcal{L}_c` (G and the
+        Laplacian are symmetric), :math:`= h_a + h_b - 2 g_a^\top t_b` with :math:`h_a = g_a^\top t_a`
+        (:math:`g_a^\top t_b = (G \mathcal{L}_c G)_{ab}` is symmetric in a, b). Per call :math:`O((n + 2P) n)` sparse and :math:`O(P n)` gathered
+        work, no d-dimensional product: the power iteration of :math:`\|K\|_2` at large d
+        (:func:`normal_costs`).
+        """
+        table, pu, pv = self.pair_table()
+        G = table.Xc @ table.Xc.T
+        rows = max(1, (1 << 20) // max(table.n, 1))   # gathered blocks of about 8 MB
+
+        def apply(coef: np.ndarray) -> np.ndarray:
+            coef = np.asarray(coef, dtype=np.float64)
+            w = np.bincount(pu, coef, table.P + 1)[:table.P]
+            w -= np.bincount(pv, coef, table.P + 1)[:table.P]
+            # rows of G L = (L G)^T (both symmetric), made contiguous: the gathers below read rows
+            T = np.ascontiguousarray(np.asarray(table.laplacian(w) @ G).T)
+            h = np.einsum("ij,ij->i", G, T)       # g_a . t_a
+            D = np.zeros(table.P + 1)
+            for s in range(0, table.P, rows):
+                a, b = table.pa[s:s + rows], table.pb[s:s + rows]
+                # g_a . t_b = (G L G)_ab = g_b . t_a (symmetric)
+                D[s:s + a.size] = h[a] + h[b] - 2.0 * np.einsum("ij,ij->i", G[a], T[b])
+            out = D[pu]
+            out -= D[pv]
+            return out
+
+        return apply
 
     def values_rank_one(self, V: np.ndarray, rows: np.ndarray | None = None, *,
                         path: str | None = None) -> np.ndarray:

@@ -5,6 +5,8 @@ All functions are pure: they never modify their inputs.
 from __future__ import annotations
 
 import functools
+import math
+from typing import Optional
 
 import numpy as np
 
@@ -16,6 +18,8 @@ __all__ = ["power_of_two",
     "eigh_descending",
     "positive_eigenpairs",
     "project_psd",
+    "rayleigh_ritz_positive",
+    "lambda_min_lower_bound",
     "project_psd_halfspace",
     "psd_factor",
     "numerical_rank",
@@ -142,6 +146,151 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None
     if return_eig:
         return P, lam, V
     return P
+
+
+def _orthonormal_columns(Z: np.ndarray, against: Optional[np.ndarray] = None) -> np.ndarray:
+    """An orthonormal basis of the columns of ``Z`` (orthogonal to the orthonormal ``against``,
+    by two passes of block Gram-Schmidt), dropping directions at round-off level
+    (``RITZ_DROP_RTOL`` of the largest column norm)."""
+    scale = float(np.max(np.linalg.norm(Z, axis=0), initial=0.0))
+    if scale == 0.0:
+        return Z[:, :0]
+    for _ in range(2 if against is not None else 0):
+        Z = Z - against @ (against.T @ Z)
+    Q, Rz = np.linalg.qr(Z)
+    keep = np.abs(np.diag(Rz)) > RITZ_DROP_RTOL * scale
+    return Q[:, keep]
+
+
+#: A direction of the Rayleigh-Ritz residual block counts as new only when its length after
+#: orthogonalization exceeds this fraction of the block's largest residual (below it is round-off).
+RITZ_DROP_RTOL = 1e-10
+
+
+def rayleigh_ritz_positive(apply, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Positive Ritz pairs of a symmetric operator on the block Krylov space of ``basis``.
+
+    Parameters
+    ----------
+    apply : callable
+        ``apply(B)`` returns :math:`A B` for a (d, k) block ``B`` (A symmetric, never formed).
+    basis : ndarray, shape (d, k)
+        Columns spanning the expected dominant invariant subspace (e.g. the previous call's
+        returned basis); orthonormalized here.
+
+    Returns
+    -------
+    lam : ndarray
+        The positive Ritz values, descending.
+    V : ndarray, shape (d, lam.size)
+        Their orthonormal Ritz vectors.
+    ritz_basis : ndarray, shape (d, <= 2k)
+        All Ritz vectors of the step, by descending Ritz value (the caller keeps the leading
+        columns as the next ``basis``).
+
+    Notes
+    -----
+    One step of block Rayleigh-Ritz on :math:`\mathcal{K} = \mathrm{span}[B, AB]`: with
+    :math:`B` orthonormal, :math:`W = AB`, :math:`Z` an orthonormal basis of
+    :math:`(I - BB^\top) W` and :math:`Q = [B\; Z]`, the Ritz pairs are the eigenpairs of
+    :math:`H = Q^\top A Q` (two products with A: :math:`AB` and :math:`AZ`), mapped back by Q.
+    By the Cauchy interlacing theorem the j-th largest Ritz value is at most the j-th largest
+    eigenvalue of A, and :math:`V \mathrm{diag}(\lambda) V^\top` is positive semidefinite by
+    construction. Called on a warm basis at every step of an iteration whose matrix moves little
+    between steps, it tracks the dominant subspace (one LOBPCG-like step per call); it is not a
+    converged eigensolver, and its caller must not need one.
+    """
+    B = _orthonormal_columns(np.asarray(basis, dtype=np.float64))
+    W = apply(B)
+    H11 = B.T @ W
+    Z = _orthonormal_columns(W - B @ H11, against=B)
+    AZ = apply(Z) if Z.shape[1] else Z
+    k = B.shape[1]
+    H = np.empty((k + Z.shape[1],) * 2)
+    H[:k, :k] = H11
+    H[:k, k:] = W.T @ Z
+    H[k:, :k] = H[:k, k:].T
+    H[k:, k:] = Z.T @ AZ
+    theta, Y = np.linalg.eigh(0.5 * (H + H.T))
+    theta, Y = theta[::-1], Y[:, ::-1]
+    ritz = B @ Y[:k] + Z @ Y[k:]
+    pos = theta > 0
+    return theta[pos].copy(), ritz[:, pos], ritz
+
+
+def _cholesky_backward_error(d: int, norm: float) -> float:
+    r"""Bound on :math:`\|E\|_2` for a Cholesky factorization of order d of a matrix of Frobenius norm
+    ``norm`` that ran to completion in floating point: the computed R satisfies
+    :math:`R^\top R = S + E`, :math:`|E| \le \gamma_{d+1} |R^\top||R|` (Higham, Accuracy and
+    Stability of Numerical Algorithms, 2nd ed., Thm 10.3; :math:`\gamma_k = k u / (1 - k u)`), and
+    :math:`\||R^\top||R|\|_2 \le d\,\|R\|_2^2 = d\,\|S + E\|_2`, so
+    :math:`\|E\|_2 \le d\gamma_{d+1} \|S\|_2 / (1 - d\gamma_{d+1})`, with :math:`\|S\|_2 \le \|S\|_F`."""
+    u = np.finfo(np.float64).eps / 2.0
+    gamma = (d + 1) * u / (1.0 - (d + 1) * u)
+    return d * gamma * norm / (1.0 - d * gamma)
+
+
+#: Shifts :func:`lambda_min_lower_bound` tries below its estimate, as multiples of the estimate's
+#: residual norm plus its round-off guard, tightest first: the first that factors is the bound (each
+#: failure costs one Cholesky attempt, which stops at the first non-positive pivot). A Ritz value
+#: is never below lambda_min, and lambda_min is usually within far less than the residual norm of it
+#: (the residual bound is quadratic in the eigenvector's error), so the tight shifts usually factor.
+SAFE_SHIFT_STEPS = (0.01, 0.1, 1.0, 4.0, 64.0)
+
+
+def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None) -> float:
+    r"""A proven lower bound on the smallest eigenvalue of the symmetric ``S`` (a safe shift).
+
+    Parameters
+    ----------
+    S : ndarray, shape (d, d)
+        Symmetric matrix (its lower triangle is read).
+    estimate : (float, float), optional
+        An estimate :math:`\theta` of :math:`\lambda_{\min}` and its residual norm
+        :math:`\|S x - \theta x\|` for a unit Ritz vector x (e.g. from LOBPCG, matrix-free). Default:
+        Gershgorin's lower bound, which is itself proven.
+
+    Returns
+    -------
+    float
+        :math:`\sigma` with :math:`\lambda_{\min}(S) \ge \sigma` (``-inf`` if no shift factored).
+
+    Notes
+    -----
+    A Ritz pair alone proves only that *some* eigenvalue lies within :math:`\|r\|` of
+    :math:`\theta`, not that none lies below it, so the estimate is not trusted: the bound is a
+    **safe shift**. If the Cholesky factorization of :math:`S - \sigma' I` runs to completion in
+    floating point, the computed factor is the exact factor of :math:`S - \sigma' I + E` with
+    :math:`\|E\|_2 \le \epsilon_{chol}` (``_cholesky_backward_error``, Higham Thm 10.3), so
+    :math:`S - \sigma' I + E \succeq 0` and :math:`\lambda_{\min}(S) \ge \sigma' - \epsilon_{chol}`.
+    The shifts tried are :math:`\sigma' = \theta - c(\|r\| + g)` for c in ``SAFE_SHIFT_STEPS``
+    (g the round-off guard), then Gershgorin's bound. Cost: :math:`d^3/3` per attempt, a fraction
+    of a symmetric eigenvalue decomposition (measured at d = 1000: 37 ms against 173 ms for
+    ``eigvalsh``, one BLAS thread).
+    """
+    S = np.asarray(S, dtype=np.float64)
+    d = S.shape[0]
+    if d == 0:
+        return math.inf
+    norm = float(np.linalg.norm(S))
+    # round-off guard of the shift (``tiny``: a zero matrix still needs a positive shift to factor)
+    guard = _cholesky_backward_error(d, norm) + 4.0 * np.finfo(np.float64).eps * norm + np.finfo(np.float64).tiny
+    absrow = np.sum(np.abs(S), axis=1) - np.abs(np.diag(S))
+    gersh = float(np.min(np.diag(S) - absrow))
+    shifts = []
+    if estimate is not None:
+        theta, res = (float(v) for v in estimate)
+        if math.isfinite(theta) and math.isfinite(res):
+            shifts = [theta - c * (abs(res) + guard) for c in SAFE_SHIFT_STEPS]
+    shifts = [t for t in shifts if t > gersh] + [gersh - guard]
+    for sigma in shifts:
+        shifted = S - sigma * np.eye(d)
+        try:
+            np.linalg.cholesky(shifted)
+        except np.linalg.LinAlgError:
+            continue
+        return sigma - _cholesky_backward_error(d, float(np.linalg.norm(shifted)))
+    return -math.inf
 
 
 #: Relative accuracy of the halfspace constraint at the point returned by

@@ -244,8 +244,10 @@ class HingeModel:
           data differences, and for multiples of the identity), then
           :math:`\langle S, M\rangle \ge \langle S_U, U^\top M U\rangle` with
           :math:`S_U = U^\top S U`, and directions outside the span change nothing: constant
-          features (digits' border pixels) no longer make a "pull" term singular. Otherwise
-          :math:`U = I`. Then the bound is the largest of those that apply:
+          features (digits' border pixels) no longer make a "pull" term singular. Otherwise,
+          and where R is a positive multiple of the identity (on the complement S = R is then
+          positive definite, so :math:`\lambda_{\min}(S) = \min(r, \lambda_{\min}(S_U))` and no
+          rule loses anything; the SVD is skipped), :math:`U = I`. Then the bound is the largest of those that apply:
 
           - :math:`S_U \succeq 0` (smallest eigenvalue, less its ``EIG_ROUNDOFF``, non-negative):
             :math:`\delta^\top y` (y is exactly dual feasible);

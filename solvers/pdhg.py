@@ -36,6 +36,24 @@ factor of rank r (:math:`O(n d r + m r)`) where the model says it pays. :math:`K
 :func:`cvxmetric.linalg.project_psd`) plus one :math:`K` and one :math:`K^*`; the :math:`K^*` is an
 update over the multipliers that changed (most multipliers at a bound stay there) where the model
 prices that below a full product (``INCREMENTAL_ADJOINT``; recomputed in full at the next check).
+**Low-rank projection.** Where the iterate has rank :math:`r \ll d`, a step need not form
+:math:`K^* y` nor decompose a d x d matrix: the positive eigenpairs of the step matrix
+:math:`A = (M - \tau(R + K^* y))/(1 + \tau q)` are tracked on a warm basis B of
+:math:`k = r + \max(8, r/4)` columns (``LOWRANK_EXTRA_*``) by one block Rayleigh-Ritz step on
+:math:`[B, AB]` per iteration (:func:`cvxmetric.linalg.rayleigh_ritz_positive`), with A applied
+matrix-free: M through its factor :math:`V \mathrm{diag}(\lambda) V^\top`, R as a multiple of the
+identity where it is one, :math:`K^* y` through the data and the sparse Laplacian
+(:meth:`cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`, :math:`O(n d k + P k)`). The Ritz
+values never exceed the eigenvalues (Cauchy interlacing) and :math:`M^+ = V_+ \mathrm{diag}(\lambda_+)
+V_+^\top` is PSD by construction, so every scored point is feasible and every bound is computed
+as on the dense path; only the step is inexact (measured with ``python -m benchmarks.scale``:
+d = 1000 with 10^4 quadruplets certifies after 288 iterations, against 240 with dense steps;
+d = 2000 after 256). The choice is made per step by the cost model
+(:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
+The checks still read the d x d dual matrix (scores, certificates). The cold start's power
+iteration runs on :math:`K K^*` through the Gram matrix of the points where that is cheaper
+(:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
+
 The state of the method is a :class:`PDHGState` (step, check, restart, result). The practical
 ingredients of PDLP (Applegate et al., 2021) and its KKT-restart variant (cuPDLP, Lu & Yang, 2023):
 
@@ -126,14 +144,14 @@ import numpy as np
 
 from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.hinge import GATHER_CHUNK
+from cvxmetric.hinge import COST_EIGH, GATHER_CHUNK, normal_costs, projection_costs
 from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR, REPAIR_STEPS
-from cvxmetric.linalg import project_psd, symmetrize
+from cvxmetric.linalg import project_psd, rayleigh_ritz_positive, symmetrize
 from cvxmetric.models import HingeCongruence, HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "equilibration", "DEFAULT_TOL",
+__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS", "equilibration", "DEFAULT_TOL",
            "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS", "POWER_ITERATIONS_CONSTANT_STEP",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
 
@@ -175,9 +193,9 @@ INCREMENTAL_ADJOINT = True
 #: of 19, the repairs were 2/3 of the time, same iterations and certified gap.
 REPAIR_DECAY = 0.5
 #: ... and only while the modelled cost of the repairs (REPAIR_STEPS steps, each two passes of
-#: ``values_rank_one`` over the negative directions of the dual matrix and the support of y, and one
-#: K*; the cost model of :mod:`cvxmetric.hinge`) stays within this multiple of the modelled cost of
-#: the iterations so far. The repairs never change the iterates, only when the certificate is seen:
+#: ``values_rank_one`` over the negative directions of the dual matrix and the support of y, one
+#: K* and one eigendecomposition of order d; the cost model of :mod:`cvxmetric.hinge`) stays within
+#: this multiple of the modelled cost of the iterations so far. The repairs never change the iterates, only when the certificate is seen:
 #: measured (one run each, d = 50), the default stop came at the same iteration with budgets 1, 0.25
 #: and 0 (10^4: 336 iterations, 11/5/3 repairs, 16.9/13.4/10.5 s; 10^5: 320, 8/3/1 repairs,
 #: 75/45/26 s on a loaded machine), because the certificate reaches ``tol`` only once the residual test
@@ -206,6 +224,14 @@ POLISH_GROWTH = 2.0
 #: the candidates at 10^6: 30-33 once the iterate settles; at small sizes early failures come at
 #: ranks 2, 4, 9.
 POLISH_RANK_STABLE = 0.1
+#: The projection paths of a step (:func:`pdhg`'s ``projection``): by the cost model, or forced.
+PROJECTIONS = ("auto", "dense", "lowrank")
+#: Columns of the tracked basis of the low-rank projection beyond the iterate's rank r: at least
+#: ``LOWRANK_EXTRA_MIN`` and ``LOWRANK_EXTRA_FRACTION * r`` (directions about to enter the cone
+#: are found there; a Rayleigh-Ritz step on [B, AB] returns up to 2k Ritz pairs, so the rank can
+#: grow by k per step).
+LOWRANK_EXTRA_MIN = 8
+LOWRANK_EXTRA_FRACTION = 0.25
 #: Restart thresholds of cuPDLP: sufficient decay, necessary decay, artificial restart fraction.
 BETA_SUFFICIENT = 0.2
 BETA_NECESSARY = 0.8
@@ -346,6 +372,40 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
         X = Y / nrm
     # ||K X|| of the last iterate only (one K per step; at d = 1000 a K costs twice a K*)
     return float(np.linalg.norm(apply(X)))
+
+
+def _operator_norm(op: "_ScaledOperator", model: HingeModel, n_iter: int, seed) -> float:
+    r"""The power-iteration estimate of :math:`\|K'\|_2` on the cheaper side by the cost model
+    (:func:`cvxmetric.hinge.normal_costs`): on :math:`K'^* K'` over d x d matrices
+    (:func:`estimate_operator_norm`), or on :math:`K' K'^*` over multipliers through the Gram
+    matrix of the points (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`; no d x d
+    product at all). Both are lower estimates converging to :math:`\|K'\|_2` (the largest
+    eigenvalue of either product is :math:`\|K'\|_2^2`)."""
+    geom = model.geometry
+    halves = geom.u_rows.size + geom.v_rows.size
+    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
+                         geom.product_cost("Kt"))
+    if not costs["gram"] < costs["dense"]:
+        return estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed)
+    normal, s = geom.normal_operator(), op.s
+    return estimate_norm_from_normal(lambda y: normal(y / s) / s, model.m, n_iter=n_iter, seed=seed)
+
+
+def estimate_norm_from_normal(normal: Callable, m: int, *, n_iter: int = POWER_ITERATIONS, seed=0) -> float:
+    r"""Power-iteration estimate of :math:`\|K\|_2` from :math:`N = K K^*` on :math:`\mathbb{R}^m`:
+    ``n_iter`` steps :math:`y \leftarrow N y` from a random unit y, normalized, and
+    :math:`\sqrt{\|N y\|}` of the last unit y (at most :math:`\|K\|_2`: a lower estimate that
+    converges to it)."""
+    y = as_rng(seed).standard_normal(m)
+    value = 0.0
+    for _ in range(n_iter):
+        y /= float(np.linalg.norm(y))
+        z = normal(y)
+        value = float(np.linalg.norm(z))
+        if value == 0.0:
+            return 0.0
+        y = z
+    return math.sqrt(value)
 
 
 def equilibration(model: HingeModel) -> Optional[HingeCongruence]:
@@ -492,9 +552,18 @@ class PDHGState:
     def __init__(self, model: HingeModel, M: np.ndarray, y: np.ndarray, *, eta: float, omega: float,
                  adaptive_step: bool = True, operator: Optional["_ScaledOperator"] = None,
                  t_start: Optional[float] = None, err_last: Optional[float] = None,
-                 congruence: Optional[HingeCongruence] = None):
+                 congruence: Optional[HingeCongruence] = None, projection: str = "auto", seed=0):
         if congruence is not None and congruence.model is not model:
             raise ValueError("congruence must be the HingeCongruence whose twin is model")
+        if not isinstance(projection, str) or projection not in PROJECTIONS:
+            raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
+        self.projection = projection
+        self._rng = as_rng(seed)
+        # the low-rank projection: the tracked basis, the factor (V, lam) of the current M when it
+        # is a projection's output (None after a restart to the average), the steps that took it
+        self._basis, self._factor, self.lowrank_steps = None, None, 0
+        R0 = np.asarray(model.R, dtype=np.float64)
+        self._R_scalar = float(R0[0, 0]) if np.array_equal(R0, R0[0, 0] * np.eye(model.d)) else None
         self.model = model
         self.congruence = congruence
         self.op = _ScaledOperator(model) if operator is None else operator
@@ -516,6 +585,7 @@ class PDHGState:
         self.KM = self.op.apply(self.M)
         self.KTy = self.op.adjoint(self.y)
         self._KTy_exact = True   # False after a step that updated it (adjoint_update)
+        self._KTy_stale = False  # True after a low-rank step, which does not form K'* y at all
         self._work, self._work2 = np.empty_like(self.y), np.empty_like(self.y)   # scratch of a step
         self.n_iter = self.rejected = self.n_restarts = self.n_checks = 0
         self.n_weight_updates = 0   # primal-weight rebalancings so far (PRIMAL_WEIGHT_WARMUP)
@@ -560,7 +630,9 @@ class PDHGState:
                              f"row, -1 for a new one); got shape {rows.shape}, dtype {rows.dtype}")
         rows = rows.astype(np.int64, copy=False)
         new = PDHGState(model, M, y, eta=self.eta, omega=self.omega, adaptive_step=self.adaptive_step,
-                        t_start=self.t_start, err_last=self.err_last)
+                        t_start=self.t_start, err_last=self.err_last, projection=self.projection,
+                        seed=self._rng)
+        new._basis, new.lowrank_steps = self._basis, self.lowrank_steps
         hit = rows >= 0
 
         def moved(v):   # scaled multipliers of the old rows -> scaled multipliers of the new rows
@@ -609,8 +681,14 @@ class PDHGState:
         """
         eta, omega = self.eta, self.omega
         tau, sigma = eta / omega, eta * omega
-        M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q), return_eig=True,
-                                    partial=None, rank_hint=self.rank)
+        lowrank = self._lowrank_pays()
+        if lowrank:
+            M_new, lam, V = self._lowrank_projection(tau)
+        else:
+            if self._KTy_stale:      # a low-rank step left K'* y behind: the dense step reads it
+                self.KTy, self._KTy_exact, self._KTy_stale = self.op.adjoint(self.y), True, False
+            M_new, lam, V = project_psd((self.M - tau * (self.R + self.KTy)) / (1.0 + tau * self.q),
+                                        return_eig=True, partial=None, rank_hint=self.rank)
         self.rank = int(np.count_nonzero(lam > 0))
         KM_new = self.op.apply(M_new, eig=(lam, V))
         # y+ = clip(y + sigma (delta' + 2 K'M+ - K'M)), in place on one new vector (the same
@@ -632,18 +710,76 @@ class PDHGState:
             self.rejected += 1
             self.eta = self._next_eta(eta_max)
             return False
-        KTy_new, self._KTy_exact = self.op.adjoint_update(self.KTy, self.y, y_new)
+        if lowrank:   # K'* y is never formed on this path: the next dense step or check computes it
+            KTy_new, self._KTy_exact, self._KTy_stale = self.KTy, False, True
+            self.lowrank_steps += 1
+        else:
+            KTy_new, self._KTy_exact = self.op.adjoint_update(self.KTy, self.y, y_new)
         self.M, self.y, self.KM, self.KTy = M_new, y_new, KM_new, KTy_new
+        pos = lam > 0     # the factor of M+: its positive eigenpairs (a full eigh returns all d)
+        self._factor = (lam[pos], V[:, pos])
         self._KTy_sum_exact &= self._KTy_exact
         self.norm2 = max(float(lam[-1]), 0.0) if lam.size else 0.0
         self.w_sum += eta
         self.M_sum += eta * self.M
         self.y_sum += np.multiply(self.y, eta, out=self._work)
         self.KM_sum += np.multiply(self.KM, eta, out=self._work)
-        self.KTy_sum += eta * self.KTy
+        if self._KTy_sum_exact:
+            self.KTy_sum += eta * self.KTy
         if self.adaptive_step:
             self.eta = self._next_eta(eta_max)
         return True
+
+    def _block_size(self, r: int) -> int:
+        """Columns of the tracked basis for an iterate of rank r (``LOWRANK_EXTRA_*``), at most d."""
+        return min(self.model.d, r + max(LOWRANK_EXTRA_MIN, math.ceil(LOWRANK_EXTRA_FRACTION * r)))
+
+    def _lowrank_pays(self) -> bool:
+        """Whether this step takes the low-rank projection: forced by ``projection``, or where the
+        cost model (:func:`cvxmetric.hinge.projection_costs`) prices it below the dense step at the
+        current rank. The counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path`
+        (no table needed), so the choice is the same in every run."""
+        if self.projection != "auto":
+            return self.projection == "lowrank"
+        geom = self.model.geometry
+        r = self.rank if self.rank is not None else 0
+        halves = geom.u_rows.size + geom.v_rows.size
+        costs = projection_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, r, self._block_size(r),
+                                 geom.product_cost("Kt"), geom.product_cost("K", r=max(r, 1)))
+        return costs["lowrank"] < costs["dense"]
+
+    def _lowrank_projection(self, tau: float) -> tuple:
+        r"""The projection of the step matrix :math:`A = (M - \tau(R + K'^* y'))/(1 + \tau q)` from
+        its positive Ritz pairs on the tracked basis (:func:`cvxmetric.linalg.rayleigh_ritz_positive`),
+        A applied matrix-free: M through its factor (or the d x d iterate after a restart), R as a
+        multiple of the identity where it is one, :math:`K'^* y'` through the data and the sparse
+        Laplacian (:meth:`cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`). Returns
+        ``(M+, lam, V)`` with ``lam`` ascending (the dense path's order)."""
+        d = self.model.d
+        KTy_apply = self.model.geometry.adjoint_operator(self.y / self.s)
+        factor, M, R, R_scalar = self._factor, self.M, self.R, self._R_scalar
+        scale = 1.0 / (1.0 + tau * self.q)
+
+        def apply(B):
+            if factor is not None:
+                lam, V = factor
+                MB = V @ (lam[:, None] * (V.T @ B))
+            else:
+                MB = M @ B
+            RB = R_scalar * B if R_scalar is not None else R @ B
+            return scale * (MB - tau * (RB + KTy_apply(B)))
+
+        k = self._block_size(self.rank or 0)
+        basis = self._basis
+        if basis is None:   # the first low-rank step: the range of M (a dense step's factor), if any
+            basis = factor[1] if factor is not None else np.empty((d, 0))
+        if basis.shape[1] < k:
+            basis = np.hstack([basis, self._rng.standard_normal((d, k - basis.shape[1]))])
+        lam, V, ritz = rayleigh_ritz_positive(apply, basis[:, :k])
+        self._basis = ritz[:, :self._block_size(lam.size)]
+        M_new = (V * lam) @ V.T
+        M_new = 0.5 * (M_new + M_new.T)
+        return M_new, lam[::-1].copy(), V[:, ::-1]
 
     # ------------------------------------------------------------------ scores and certificates
     def score(self, M_, y_, KM_, KTy_, norm2: Optional[float] = None) -> _Score:
@@ -694,10 +830,12 @@ class PDHGState:
             return False
         # modelled cost (cvxmetric.hinge cost model, so the schedule is the same in every run): a
         # repair step is two passes of values_rank_one over the negative directions and the support
-        # of y, and one K*; an iteration one K and one K*; a polish its plan's cost and one K*
+        # of y, one K* and the eigendecomposition of the dual matrix (d^3: measured at d = 1000 with
+        # 10^4 quadruplets, 2 repairs (21 s) instead of 4 (32 s) at the same 288 iterations and
+        # certified gap 5.0e-5); an iteration one K and one K*; a polish its plan's cost and one K*
         support = int(np.count_nonzero(cand.y))    # the repair runs over the support of y, twice a step
         self._repair_estimate = REPAIR_STEPS * (2.0 * geom.rank_one_cost(max(cand.n_neg, 1), n_rows=support)
-                                                + geom.product_cost("Kt"))
+                                                + geom.product_cost("Kt") + COST_EIGH * geom.d ** 3)
         self._plan = self.model.polish_plan(cand.M, self.polish_free_factor) if POLISH_CERTIFICATE else None
         polish = None if self._plan is None else self._plan.cost + geom.product_cost("Kt")
         budget = REPAIR_BUDGET * self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
@@ -770,7 +908,7 @@ class PDHGState:
         # where steps updated K'* y (INCREMENTAL_ADJOINT), the current point's and the average's are
         # recomputed as full products: scores and certificates read products, not chains of updates
         if not self._KTy_exact:
-            self.KTy, self._KTy_exact = self.op.adjoint(self.y), True
+            self.KTy, self._KTy_exact, self._KTy_stale = self.op.adjoint(self.y), True, False
         if not self._KTy_sum_exact:
             self.KTy_sum, self._KTy_sum_exact = self.op.adjoint(self.y_sum), True
         cur = self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
@@ -816,6 +954,7 @@ class PDHGState:
         self.n_restarts += 1
         if is_avg:
             self.M, self.y, self.KM, self.KTy = self._avg_point
+            self._factor = None
         self.norm2 = cand.norm2
         M, y = self.M, self.y
         dMn = float(np.linalg.norm(M - self.M_last))
@@ -871,6 +1010,7 @@ class PDHGState:
                                  "repair_seconds": self.repair_time,
                                  "start_seconds": self.start_time,
                                  "adjoint_updates": self.op.n_updates,
+                                 "lowrank_steps": self.lowrank_steps,
                                  "adjoint_update_rows": self.op.updated_rows / max(self.op.n_updates, 1),
                                  "congruence_factors": (None if self.congruence is None
                                                         else self.congruence.D.copy()),
@@ -885,7 +1025,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
          step_size=None,
          restarts: bool = True, adaptive_step: bool = True, equilibrate: bool = True, seed=0,
          solver_name: str = "pdhg", callback: Optional[Callable[[int, np.ndarray, float], None]] = None,
-         warn: bool = True, state: Optional[PDHGState] = None) -> SolverResult:
+         warn: bool = True, state: Optional[PDHGState] = None, projection: str = "auto") -> SolverResult:
     r"""Minimise a hinge model over the PSD cone by restarted, adaptive PDHG.
 
     Parameters
@@ -929,7 +1069,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         ``step_size`` and ``primal_weight`` (given or reported) are the twin's. False: always
         ``model`` itself.
     seed : int or Generator
-        Seeds the power iteration.
+        Seeds the power iteration and the starting basis of the low-rank projection.
     solver_name : str
         Name recorded in the result.
     callback : callable, optional
@@ -937,6 +1077,13 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     warn : bool
         Issue a :class:`~cvxmetric.exceptions.ConvergenceWarning` when not converged (an outer
         loop that reports through its own result passes False).
+    projection : {"auto", "dense", "lowrank"}
+        How a step projects onto the PSD cone: ``"dense"`` forms :math:`K'^* y` and the d x d step
+        matrix and takes its positive eigenpairs (``eigh``); ``"lowrank"`` tracks them matrix-free
+        by one block Rayleigh-Ritz step per iteration on a warm basis (:meth:`PDHGState.step`);
+        ``"auto"`` takes, at every step, the cheaper one by the cost model
+        (:func:`cvxmetric.hinge.projection_costs`) at the current rank. Not read with ``state``
+        (the state keeps its own).
     state : PDHGState, optional
         Continue from this state (:func:`start_state`, or its :meth:`PDHGState.rebind` onto
         ``model``: a working set's next round), advancing it in place, instead of starting cold:
@@ -986,6 +1133,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         primal_weight = check_positive(primal_weight, "primal_weight")
     if model.m == 0:
         raise ValueError("model has no constraints; PDHG needs at least one hinge term")
+    if not isinstance(projection, str) or projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
 
     if state is not None:
         if not isinstance(state, PDHGState) or state.model is not model:
@@ -994,13 +1143,13 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, None, solver_name,
                     callback, warn, time.perf_counter())
     state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
-                                equilibration(model) if equilibrate else None)
+                                equilibration(model) if equilibrate else None, projection)
     return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
                 callback, warn, state.t_start, check_start=y0 is not None)
 
 
 def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_weight=None,
-                adaptive_step: bool = True, seed=0) -> PDHGState:
+                adaptive_step: bool = True, seed=0, projection: str = "auto") -> PDHGState:
     """The state :func:`pdhg` starts from (same options, same defaults), for a caller that continues
     it over several calls: ``pdhg(model, state=...)`` advances it in place, and
     :meth:`PDHGState.rebind` moves it onto another model (a working set's next round)."""
@@ -1008,11 +1157,14 @@ def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_w
         raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
     if primal_weight is not None:
         primal_weight = check_positive(primal_weight, "primal_weight")
-    return _cold_state(model, M0, y0, step_size, primal_weight, check_bool(adaptive_step, "adaptive_step"), seed)[0]
+    if not isinstance(projection, str) or projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
+    return _cold_state(model, M0, y0, step_size, primal_weight, check_bool(adaptive_step, "adaptive_step"), seed,
+                       projection=projection)[0]
 
 
 def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
-                congruence: Optional[HingeCongruence] = None) -> tuple[PDHGState, Optional[float]]:
+                congruence: Optional[HingeCongruence] = None, projection: str = "auto") -> tuple[PDHGState, Optional[float]]:
     """The cold start (validated start point, step size from a power iteration unless given, PDLP's
     primal weight unless given) and the operator norm estimate (None when not computed); on the
     twin of ``congruence`` where given (the start point mapped to it)."""
@@ -1023,7 +1175,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     op = _ScaledOperator(model)
     if step_size is None or not adaptive_step:
         n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
-        norm_K = estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed) or 1.0
+        norm_K = _operator_norm(op, model, n_iter, seed) or 1.0
         eta = 0.99 / norm_K
     else:
         eta = check_positive(step_size, "step_size")
@@ -1035,7 +1187,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     else:
         omega = float(primal_weight)
     state = PDHGState(model, M, y, eta=eta, omega=omega, adaptive_step=adaptive_step, operator=op,
-                      t_start=t_start, congruence=congruence)
+                      t_start=t_start, congruence=congruence, projection=projection, seed=seed)
     state.start_time = time.perf_counter() - t_start
     return state, norm_K
 

@@ -22,3 +22,33 @@ def test_peers_are_skipped_where_they_do_not_fit(capsys):
     scale.print_peers(r, {"SCS": None, "CLARABEL": None})
     out = capsys.readouterr().out
     assert out.count("not run at this size") == 2
+
+
+def test_floor_of_a_lowrank_run_times_the_rayleigh_ritz_step():
+    import numpy as np
+
+    from cvxmetric.instances.qwise import synthetic_qwise
+    from cvxmetric.models import qwise_model
+    from cvxmetric.solvers.pdhg import pdhg
+
+    inst = synthetic_qwise(12, 4, 60, 400, seed=3)
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    res = pdhg(model, projection="lowrank", max_iter=64, warn=False)
+    step = (res.info["step_size"], res.info["primal_weight"])
+    low = scale.floor(model, res.M, res.multipliers, step, lowrank=1.0)
+    dense = scale.floor(model, res.M, res.multipliers, step)
+    assert low["Kt"] == 0.0 and low["eig"] > 0.0 and "100% low-rank steps" in low["path_Kt"]
+    assert dense["Kt"] > 0.0 and "low-rank" not in dense["path_Kt"]
+    assert np.isfinite(low["total"]) and low["rank"] == dense["rank"]
+
+
+def test_new_sizes_carry_their_targets():
+    assert scale.SIZES["d1000-m1e4"].target == 20.0
+    assert (scale.SIZES["d2000-m1e4"].d, scale.SIZES["d2000-m1e4"].m, scale.SIZES["d2000-m1e4"].target) == (2000, 10_000, 60.0)
+    big = scale.SIZES["d5000-m1e5"]
+    assert (big.d, big.n, big.m, big.target) == (5000, 5000, 100_000, 600.0)
+
+
+def test_the_d5000_size_runs_only_when_named():
+    assert not scale.SIZES["d5000-m1e5"].in_default
+    assert all(size.in_default for name, size in scale.SIZES.items() if name != "d5000-m1e5")

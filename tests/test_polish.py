@@ -119,12 +119,15 @@ def test_on_the_data_span():
     """Data with a constant feature: the certificate works on the span of the differences (a basis
     U, k = d - 1), and so does the polish. Its multipliers are exactly dual feasible there and
     certify within 1e-4 of p*, and its equations are those of Q = U E (checked at random y:
-    E(y) = E(0) + B^T y)."""
+    E(y) = E(0) + B^T y). The linear term is the trace plus a small pull term (on the span): with a
+    multiple of the identity alone the whole space certifies alike and no span is computed."""
     from cvxmetric.hinge_certificates import _complementarity_rows, _complementarity_vector
+    from cvxmetric.models import pull_matrix
 
     inst = synthetic_qwise(8, 3, 300, 2000, seed=5)
     X = np.hstack([inst.X, np.ones((inst.X.shape[0], 1))])
-    model = qwise_model(X, inst.constraints, **inst.params)
+    pull = 0.01 * pull_matrix(X, np.column_stack([np.arange(20), np.arange(20, 40)]))
+    model = qwise_model(X, inst.constraints, **inst.params, linear_term=pull)
     U = model.span_basis()[0]
     assert U is not None and U.shape == (9, 8)
     with warnings.catch_warnings():
