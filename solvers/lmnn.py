@@ -253,6 +253,7 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         certificate of the full problem (``lower_bound``, ``certified_gap``, ``measure ==
         "certified_gap"``), ``info`` as in :func:`~cvxmetric.solvers.working_set.solve_working_set`
         plus ``n_triplets``, ``impostors`` and ``whitened`` (whether the loop ran whitened).
+        Both methods with ``impostors="search"``: ``working_set``, the triplets of ``info["model"]``.
 
     Notes
     -----
@@ -299,6 +300,8 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     else:
         res = _unwhiten(res, wh, pull)
     res.info.update({"n_triplets": search.n_triplets, "impostors": impostors})
+    if impostors == "search":
+        res = dataclasses.replace(res, working_set=res.info["model"].constraints)
     return _with_zero_optimum_note(res, (1.0 - regularization) * margin * search.n_triplets)
 
 

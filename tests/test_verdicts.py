@@ -161,3 +161,22 @@ def test_the_table_names_the_oracle_of_an_undecided_row():
     table = format_table([row])
     assert "UNDECIDED" in table and "oracle undecided: qwise/syn-d5/qwise-pdhg: truth_certified" in table
     assert "no verdict on the solver" in UNDECIDED_NOTE
+
+
+@pytest.mark.parametrize("problem, instance, method", [("lmnn", "iris-sub", "subgradient"), ("lmnn", "iris-sub", "pdhg"),
+                                                       ("mmc", "iris", "ascent"), ("orml", "syn-sessions", "pursuit")])
+def test_row_checks_read_only_named_result_fields(problem, instance, method):
+    """A result stripped of its solver-specific ``info`` gets the same row: every verdict reads the
+    contract's named fields (``M``, ``w``, ``objective``, ``working_set``, ...)."""
+    from cvxmetric.problems import bundled
+
+    p = bundled(problem, instance)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = p.solve(method)
+        full = p.verify(res)
+        bare = p.verify(dataclasses.replace(res, info={}), method=method)
+    assert full["checks"] == bare["checks"]
+    assert full["verdict"] == bare["verdict"] == "pass"
+    if problem == "lmnn":
+        assert "violated_outside_working_set" in full["checks"]

@@ -151,7 +151,3 @@ class MMC(Problem):
     def _run(self, method, tol, max_iter, random_state, options):
         from cvxmetric.solvers import solve_mmc
         return solve_mmc(self.X, self.constraints, method=method, **solver_options(tol, max_iter, **options))
-
-    def _exact_fields(self, form, point):
-        # the max-form value of the point's ray (g is 1/2-homogeneous): g(M) / sqrt(<M, C_S>)
-        return {"p_max": form.model.dissimilar_sum(point) / np.sqrt(form.value_at(point))}, {}

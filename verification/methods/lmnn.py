@@ -46,8 +46,9 @@ def _kkt_fast(form, point):
 
 def _extra_checks(form, inst, res, truth):
     """Certification on the full triplet set, by brute force over the formulation's triplets:
-    the number of triplets violated at the returned M that are missing from the working set."""
-    if res.info.get("impostors") != "search":   # lmnn-search and lmnn-pdhg grow a working set
+    the number of triplets violated at the returned M that are missing from the working set
+    (``result.working_set``: lmnn-search and lmnn-pdhg grow one)."""
+    if res.working_set is None:
         return {}
     n = inst.X.shape[0]
 
@@ -55,7 +56,7 @@ def _extra_checks(form, inst, res, truth):
         return (idx[:, 0] * n + idx[:, 1]) * n + idx[:, 3]
 
     violated = form.model.constraints.idx[form.model.margins(res.M) > 0]
-    working = res.info["model"].constraints.idx
+    working = res.working_set.idx
     missing = int(np.sum(~np.isin(codes(violated), codes(working)))) if violated.size else 0
     return {"violated_outside_working_set": (float(missing), 0.0)}
 
