@@ -220,7 +220,7 @@ def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol:
     if alpha is not None and np.all(np.isfinite(alpha)):
         y0 = np.clip(np.asarray(alpha, dtype=np.float64).reshape(-1), 0.0, model.coef)
     target = REFINE_RTOL_FRACTION * float(rtol)
-    res = pdhg(model, M0=M0, y0=y0, tol=target, certificate_tol=target, time_limit=REFINE_TIME_LIMIT,
+    res = pdhg(model, M0=M0, y0=y0, tol=target, residual_tol=target, time_limit=REFINE_TIME_LIMIT,
                solver_name="pdhg-refine", warn=False)
     M, alpha = res.M, np.asarray(res.multipliers, dtype=np.float64)
     duals = {"psd": model.regularizer_grad(M) + model.geometry.weighted_sum(alpha),

@@ -40,7 +40,7 @@ from cvxmetric.solvers.mmc import mmc_ascent
 from cvxmetric.solvers.newton import projected_newton
 from cvxmetric.solvers.orml import orml_pursuit
 from cvxmetric.solvers.hinge_barrier import dual_barrier
-from cvxmetric.solvers.pdhg import DEFAULT_TOL, pdhg
+from cvxmetric.solvers.pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, pdhg
 from cvxmetric.solvers.qwise import BARRIER_START_GAP
 from cvxmetric.solvers.result import MEASURES, SolverResult
 from cvxmetric.solvers.subgradient import projected_subgradient
@@ -70,7 +70,7 @@ def _boost(loss):
 
 def _pdhg_from_barrier(model, **options):
     """What ``solve_qwise(method="pdhg")`` runs on few constraints: PDHG from the dual barrier pair."""
-    start = dual_barrier(model, gap=BARRIER_START_GAP * DEFAULT_TOL)
+    start = dual_barrier(model, gap=BARRIER_START_GAP * RESIDUAL_TOL_FRACTION * DEFAULT_TOL)
     return pdhg(model, M0=start.M, y0=start.y, **options)
 
 
@@ -185,7 +185,7 @@ def _reject_cases():
     return [
         # another method's option
         (lambda: solvers.solve_qwise(X, cons, method="pdhg", active_set=True), "active_set", "pdhg"),
-        (lambda: solvers.solve_qwise(X, cons, method="subgradient", certificate_tol=1e-3), "certificate_tol",
+        (lambda: solvers.solve_qwise(X, cons, method="subgradient", residual_tol=1e-3), "residual_tol",
          "subgradient"),
         (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **fp, method="factor", W0=np.eye(4)), "W0",
          "factor"),
@@ -198,7 +198,7 @@ def _reject_cases():
         (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", nu=hb.params["nu"], lbfgs_maxiter=3),
          "lbfgs_maxiter", "column_generation"),
         # unknown options
-        (lambda: solvers.solve_qwise(X, cons, max_iters=10), "max_iters", "subgradient"),
+        (lambda: solvers.solve_qwise(X, cons, max_iters=10), "max_iters", "pdhg"),
         (lambda: solvers.solve_qwise_vector(X, cons, max_iters=10), "max_iters", "newton"),
         (lambda: solvers.solve_itml(itml.X, itml.constraints, impostors="search"), "impostors", "bregman"),
         (lambda: solvers.solve_mmc(mmc.X, mmc.constraints, seed=0), "seed", "ascent"),

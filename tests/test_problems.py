@@ -354,3 +354,20 @@ def test_the_check_your_solver_page_runs():
     assert namespace["itml"].check(namespace["M_itml"], rtol=1e-6).verdict == "optimal"
     verdicts = {name: namespace["mmc"].check(M, rtol=1e-6).verdict for name, M in namespace["candidates"].items()}
     assert verdicts == {"identity": "suboptimal", "perturbed optimum": "suboptimal", "indefinite": "infeasible"}
+
+
+def test_each_problem_default_is_its_facade_default():
+    """One default per method: a Problem's first algorithm is its ``solve_<method>`` facade's default."""
+    import inspect
+
+    from cvxmetric import solvers
+    from cvxmetric.problems import list_problems, problem_class
+
+    facades = {"lmnn": solvers.solve_lmnn, "qwise": solvers.solve_qwise, "fantope": solvers.solve_fantope,
+               "itml": solvers.solve_itml, "mmc": solvers.solve_mmc, "orml": solvers.solve_orml}
+    for name in list_problems():
+        if name not in facades:   # BoostMetric's default follows its loss (LOSS_METHODS)
+            continue
+        default = inspect.signature(facades[name]).parameters["method"].default
+        assert problem_class(name).methods[0] == default, name
+    assert solvers.solve_lmnn.__kwdefaults__["method"] == "pdhg" == solvers.solve_qwise.__kwdefaults__["method"]
