@@ -59,6 +59,7 @@ from scipy import sparse
 from cvxmetric._checks import as_square_symmetric
 from cvxmetric.linalg import project_psd, svec, svec_outer
 from cvxmetric.models import HingeModel
+from cvxmetric.solvers.pdhg import pdhg
 
 from .base import Formulation, Normalization, ReferenceSolution, symmetric_parameter
 
@@ -211,8 +212,6 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise", hinge_form:
 
 def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol: float) -> ReferenceSolution:
     """``Formulation.refine`` of a hinge problem (module docstring)."""
-    from cvxmetric.solvers.pdhg import pdhg
-
     M0 = y0 = None
     if solution.point is not None and np.all(np.isfinite(solution.point)):
         M0 = project_psd(solution.point)

@@ -11,7 +11,7 @@ from cvxmetric.certificates import relative_difference
 from cvxmetric.datasets import load_dataset
 from cvxmetric.orml import simulate_log_sessions
 from cvxmetric.problems import problem_class
-from cvxmetric.verification.cli import main
+from cvxmetric.problems.cli import main as check
 from cvxmetric.verification.tolerances import VALUE_AT_RTOL
 
 
@@ -240,14 +240,14 @@ def cli_files(tmp_path_factory, solved, data):
 
 
 def test_cli_check_optimal_is_exit_0_with_json(cli_files, capsys):
-    code = main(["check", "--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
+    code = check(["--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
                  str(cli_files / "M.npy"), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"] == "optimal" and out["problem"] == "mmc"
 
 
 def test_cli_check_suboptimal_is_exit_1(cli_files, capsys):
-    code = main(["check", "--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
+    code = check(["--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
                  str(cli_files / "I.npy"), "--rtol", "1e-6"])
     assert code == 1 and "suboptimal" in capsys.readouterr().out
 
@@ -260,9 +260,20 @@ def test_cli_check_suboptimal_is_exit_1(cli_files, capsys):
 ])
 def test_cli_check_unusable_input_is_exit_2(cli_files, capsys, args, message):
     args = [a if not a.endswith(".npz") else str(cli_files / a) for a in args]
-    code = main(["check", *args, "--matrix", str(cli_files / "M.npy")])
+    code = check([*args, "--matrix", str(cli_files / "M.npy")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_the_harness_program_starts_the_check_command(cli_files):
+    """``python -m cvxmetric.verification check ...`` is the problems' command, through the program."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "cvxmetric.verification", "check", "--problem", "mmc", "--data",
+                        str(cli_files / "pairs.npz"), "--matrix", str(cli_files / "I.npy")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "suboptimal" in r.stdout, r.stderr
 
 
 # ------------------------------------------------------------------ a method added in one place
