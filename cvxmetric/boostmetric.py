@@ -321,9 +321,9 @@ def check_hinge_nu(nu, m: int) -> float:
     nu = check_positive(nu, "nu")
     if nu * m < 1.0 - 1e-12:
         raise ValueError(
-            f"nu = {nu:.6g} < 1/|I| = {1.0 / m:.6g} ({m} triplets): the hinge problem (5) is unbounded "
-            "(its dual, 1'u = 1 with 0 <= u <= nu, is infeasible); use nu >= 1/|I|, e.g. nu = 1/K to "
-            "maximise the mean of the K smallest margins"
+            f"the hinge's slack weight nu (slack_weight) = {nu:.6g} < 1/|I| = {1.0 / m:.6g} ({m} triplets): the "
+            "hinge problem (5) is unbounded (its dual, 1'u = 1 with 0 <= u <= nu, is infeasible); use "
+            "slack_weight >= 1/|I|, e.g. 1/K to maximise the mean of the K smallest margins"
         )
     return nu
 
