@@ -207,7 +207,7 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise", hinge_form:
     return Formulation(method=method, problem=problem, variables=variables,
                        constraints=cons, point_name="M", evaluate=evaluate, model=model,
                        info={"hinge_form": hinge_form}, dual_bound=dual_bound, normalize=normalize,
-                       refine=refine)
+                       refine=refine, reference_value=float(model.value(np.zeros((d, d)))))
 
 
 def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol: float) -> ReferenceSolution:
