@@ -641,3 +641,17 @@ def test_extreme_units_end_without_internal_errors(scale, loss, solver):
             return
     assert np.all(np.isfinite(res.M))
     assert res.converged == (res.measure_value <= res.tol)
+
+
+def test_certifier_without_an_anchor_search_says_so():
+    """The exponential bound with lambda_max(A(u)) > nu needs the anchor search (a solver, injected):
+    without one the bound is None and its detail names the missing search."""
+    X, trip = _random_problem(5)
+    model = boostmetric_model(X, trip, loss="exp", nu=1e-6)
+    u = np.full(model.m, 1.0 / model.m)
+    bare = BoostMetricCertifier(model).bound(u, upper=model.value(np.eye(X.shape[1])))
+    assert bare.lam_max > model.nu and bare.lower is None and "anchor_search" in bare.detail
+    upper = model.value(np.eye(X.shape[1]))
+    full = BoostMetricCertifier(model, anchor_search=lambda_max_column_generation).bound(u, upper=upper)
+    assert full.lower is not None and full.lower <= upper and "anchor" in full.detail
+
