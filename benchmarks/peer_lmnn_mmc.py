@@ -80,7 +80,7 @@ LMNN_PLAIN_OPTIONS = {"step_scale": 0.05}
 #: The certified relative gap of each projected subgradient row (``tol``), one row each.
 LMNN_TOLS: list[float] = [1e-2]
 #: ``method="pdhg"`` (PDHG on a working set, certified on the full triplet set) rows: the
-#: certified relative gap each row is held to (``tol`` and ``certificate_tol``), one row each.
+#: certified relative gap each row is held to (``tol`` and ``residual_tol``), one row each.
 LMNN_PDHG_TOLS = [1e-2]
 #: Both LMNN methods run whitened (:class:`cvxmetric.solvers.lmnn.PullWhitening`) unless
 #: ``--lmnn-no-whiten``.
@@ -191,7 +191,7 @@ def lmnn_rows(data: Split) -> list[dict]:
                        + ("none" if r.lower_bound is None else f"{r.lower_bound:.6g}")
                        + ("" if r.certified_gap is None else f", certified gap {r.certified_gap:.2g}")
                        + f", {r.status}" + (", whitened" if r.info["whitened"] else "")),
-            10, tol=tol, whiten=whiten, **LMNN_OPTIONS, **({} if whiten else LMNN_PLAIN_OPTIONS))
+            10, method="subgradient", tol=tol, whiten=whiten, **LMNN_OPTIONS, **({} if whiten else LMNN_PLAIN_OPTIONS))
     for tol in LMNN_PDHG_TOLS:
         run("cvxmetric-pdhg", f"pdhg tol {tol:g}",
             lambda r: (f"{r.info['rounds']} rounds, {r.n_iter} PDHG it, WS {r.info['working_set_size']} "
@@ -200,7 +200,7 @@ def lmnn_rows(data: Split) -> list[dict]:
                        + ("none" if r.lower_bound is None else f"{r.lower_bound:.6g}")
                        + ("" if r.certified_gap is None else f", certified gap {r.certified_gap:.2g}")
                        + f", {r.status}" + (", whitened" if r.info["whitened"] else "")),
-            1, method="pdhg", tol=tol, certificate_tol=tol, whiten=whiten)
+            1, method="pdhg", tol=tol, residual_tol=tol, whiten=whiten)
     return [
         {"method": "lmnn", "data": data.name, "solver": "euclidean", "fit_s": None, "ratio": None,
          "objective": search.objective(np.eye(data.Xtr.shape[1]), LMNN_REGULARIZATION), "note": "M = I",

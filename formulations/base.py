@@ -143,6 +143,11 @@ class Formulation:
         solve's point and duals, run until its own certified gap is within a fraction of ``rtol``;
         it returns every named dual and auxiliary value, so that the ladder certifies (and the
         KKT checks read) it like any cvxpy solve. None: the problem has no such method.
+    reference_value : float or None
+        The objective at the problem's trivial point (a hinge problem's M = 0: every constraint at
+        its margin): the size of the objective's terms, against which a value near zero is
+        measured (:func:`cvxmetric.certificates.relative_gap`'s ``reference``). None where the
+        problem has no trivial point.
     """
 
     method: str
@@ -159,6 +164,7 @@ class Formulation:
     dual_bound: Callable[["ReferenceSolution"], float | None] | None = None
     normalize: Callable[[], "Normalization"] | None = None
     refine: Callable[["ReferenceSolution", float], "ReferenceSolution"] | None = None
+    reference_value: float | None = None
 
     @property
     def point(self) -> cp.Variable:

@@ -41,6 +41,7 @@ import numpy as np
 from cvxmetric._checks import as_square_symmetric
 from cvxmetric.boostmetric import (BoostMetricCertifier, BoostMetricModel, boostmetric_model,
                                    project_spectraplex)
+from cvxmetric.solvers.boostmetric_lp import lambda_max_column_generation
 
 from .base import Formulation, Normalization, ReferenceSolution, symmetric_parameter
 from .hinge import svec_expr
@@ -155,7 +156,7 @@ def _margin_duals(model: BoostMetricModel, solution: ReferenceSolution) -> np.nd
 
 def _add_certification(form: Formulation, model: BoostMetricModel) -> None:
     """Attach ``dual_bound`` and ``normalize`` (see the module docstring)."""
-    certifier = BoostMetricCertifier(model)
+    certifier = BoostMetricCertifier(model, anchor_search=lambda_max_column_generation)
 
     def dual_bound(solution: ReferenceSolution):
         bounds = [certifier.bound(_margin_duals(model, solution)).lower] if model.loss == "hinge" else []

@@ -59,6 +59,7 @@ from scipy import sparse
 from cvxmetric._checks import as_square_symmetric
 from cvxmetric.linalg import project_psd, svec, svec_outer
 from cvxmetric.models import HingeModel
+from cvxmetric.solvers.pdhg import pdhg
 
 from .base import Formulation, Normalization, ReferenceSolution, symmetric_parameter
 
@@ -206,13 +207,11 @@ def build_hinge_problem(model: HingeModel, *, method: str = "qwise", hinge_form:
     return Formulation(method=method, problem=problem, variables=variables,
                        constraints=cons, point_name="M", evaluate=evaluate, model=model,
                        info={"hinge_form": hinge_form}, dual_bound=dual_bound, normalize=normalize,
-                       refine=refine)
+                       refine=refine, reference_value=float(model.value(np.zeros((d, d)))))
 
 
 def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol: float) -> ReferenceSolution:
     """``Formulation.refine`` of a hinge problem (module docstring)."""
-    from cvxmetric.solvers.pdhg import pdhg
-
     M0 = y0 = None
     if solution.point is not None and np.all(np.isfinite(solution.point)):
         M0 = project_psd(solution.point)
@@ -220,7 +219,7 @@ def _refine(model: HingeModel, cons: dict, S, solution: ReferenceSolution, rtol:
     if alpha is not None and np.all(np.isfinite(alpha)):
         y0 = np.clip(np.asarray(alpha, dtype=np.float64).reshape(-1), 0.0, model.coef)
     target = REFINE_RTOL_FRACTION * float(rtol)
-    res = pdhg(model, M0=M0, y0=y0, tol=target, certificate_tol=target, time_limit=REFINE_TIME_LIMIT,
+    res = pdhg(model, M0=M0, y0=y0, tol=target, residual_tol=target, time_limit=REFINE_TIME_LIMIT,
                solver_name="pdhg-refine", warn=False)
     M, alpha = res.M, np.asarray(res.multipliers, dtype=np.float64)
     duals = {"psd": model.regularizer_grad(M) + model.geometry.weighted_sum(alpha),

@@ -18,7 +18,7 @@ method of this facade (which takes triplets): see
 """
 from __future__ import annotations
 
-from cvxmetric._checks import check_method_options, keyword_options
+from cvxmetric._checks import check_method_options, check_positive, keyword_options
 from cvxmetric.boostmetric import LOSSES
 
 from .boostmetric_cg import boostmetric_hinge_cg
@@ -26,7 +26,7 @@ from .boostmetric_gradient import boostmetric_projected_gradient
 from .boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 from .result import SolverResult
 
-__all__ = ["solve_boostmetric", "BOOSTMETRIC_METHODS", "LOSS_METHODS"]
+__all__ = ["solve_boostmetric", "BOOSTMETRIC_METHODS", "LOSS_METHODS", "paper_nu", "weight_keyword"]
 
 #: The algorithms of :func:`solve_boostmetric` and the options each reads (their signatures minus
 #: the triplets, the loss and nu, which the facade passes).
@@ -48,8 +48,34 @@ LOSS_METHODS = {"hinge": ("column_generation",), "exp": ("projected_gradient", "
                 "logistic": ("projected_gradient", "totally_corrective", "stagewise")}
 
 
-def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str | None = None,
-                      **options) -> SolverResult:
+def paper_nu(loss: str, trace_weight=None, slack_weight=None) -> float:
+    r"""The paper's :math:`\nu` of a loss from the facade's two weights (one meaning per name).
+
+    ``trace_weight`` is the weight of :math:`\mathrm{tr}\,X` (exp, logistic), ``slack_weight`` the
+    weight of the hinge SDP's slacks (its dual caps every triplet weight at it); each loss takes
+    exactly its own.
+    """
+    if loss == "hinge":
+        if trace_weight is not None:
+            raise ValueError("loss='hinge' has no trace weight (its X has trace one): pass slack_weight, not "
+                             "trace_weight")
+        if slack_weight is None:
+            raise ValueError("loss='hinge' needs slack_weight (the weight of the slacks, >= 1 / number of triplets)")
+        return check_positive(slack_weight, "slack_weight")
+    if slack_weight is not None:
+        raise ValueError(f"loss={loss!r} has no slacks: pass trace_weight (the weight of tr X), not slack_weight")
+    if trace_weight is None:
+        raise ValueError(f"loss={loss!r} needs trace_weight (the weight of tr X; the paper uses 1e-7)")
+    return check_positive(trace_weight, "trace_weight")
+
+
+def weight_keyword(loss: str, nu: float) -> dict:
+    """The facade keyword that carries the paper's ``nu`` for ``loss`` (the inverse of :func:`paper_nu`)."""
+    return {"slack_weight" if loss == "hinge" else "trace_weight": nu}
+
+
+def solve_boostmetric(X, triplets, *, loss: str = "exp", trace_weight: float | None = None,
+                      slack_weight: float | None = None, method: str | None = None, **options) -> SolverResult:
     r"""BoostMetric (Shen et al. 2012) on triplets, by the algorithm that fits the loss.
 
     Parameters
@@ -61,9 +87,13 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
         :func:`cvxmetric.generators.triplets_from_labels`).
     loss : {"exp", "logistic", "hinge"}
         The loss of the margins :math:`\rho_r = \langle A_r, X\rangle`.
-    nu : float
-        The paper's :math:`\nu > 0`: the weight of :math:`\mathrm{tr}\,X` (exp, logistic; the paper
-        uses 1e-7) or, for the hinge SDP, the weight of the slacks, :math:`\nu \ge 1/m`.
+    trace_weight : float
+        exp and logistic (required there, rejected for the hinge): the weight :math:`\nu > 0` of
+        :math:`\mathrm{tr}\,X` (the paper's :math:`\nu`; it uses 1e-7).
+    slack_weight : float
+        The hinge loss (required there, rejected otherwise): the weight :math:`\nu \ge 1/m` of the
+        slacks of the trace-one SDP (the paper's :math:`\nu`; in the dual, the cap on every triplet
+        weight).
     method : {"column_generation", "totally_corrective", "stagewise", "projected_gradient"}, optional
         Default per loss: ``"column_generation"`` for the hinge loss (its only method),
         ``"projected_gradient"`` (accelerated projected gradient over the PSD cone) for exp and
@@ -103,6 +133,7 @@ def solve_boostmetric(X, triplets, *, loss: str = "exp", nu: float, method: str 
     """
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"solve_boostmetric: loss must be one of {LOSSES}; got {loss!r}")
+    nu = paper_nu(loss, trace_weight, slack_weight)
     applicable = LOSS_METHODS[loss]
     if method is None:
         method = applicable[0]

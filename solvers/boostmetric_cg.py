@@ -15,8 +15,8 @@ The SDP's dual is :math:`\min_{u \in U_\nu, \pi} \pi` s.t. :math:`S = \pi I - \h
 
 Algorithm: column generation from both sides
 --------------------------------------------
-* **Columns of X** (the paper's; :class:`cvxmetric.boostmetric.ColumnGeneration`): the master LP
-  above, warm-started HiGHS (:class:`cvxmetric.boostmetric.MasterLP`), priced by the
+* **Columns of X** (the paper's; :class:`cvxmetric.solvers.boostmetric_lp.ColumnGeneration`): the master LP
+  above, warm-started HiGHS (:class:`cvxmetric.solvers.boostmetric_lp.MasterLP`), priced by the
   ``n_columns`` leading eigenvectors of :math:`\hat A(u_s)` at a stabilized dual point (line
   search on Wentges' weight). Its LP value is a *lower* bound on :math:`p^*` (an inner
   approximation of the spectraplex): good when :math:`X^*` has low rank.
@@ -35,7 +35,7 @@ Algorithm: column generation from both sides
   space of :math:`X^*` is small (:math:`X^*` of high rank), where rank-one columns of X need
   many rounds (measured on circles, :math:`X^*` of rank 8 in d = 10: 99 LPs against 24).
 
-Both LPs hold a working set of triplets (``working_set``, :class:`cvxmetric.boostmetric.MasterLP`
+Both LPs hold a working set of triplets (``working_set``, :class:`cvxmetric.solvers.boostmetric_lp.MasterLP`
 and :class:`SlackColumnGeneration`): the weights of the triplets of smallest margin, the others
 priced in after each LP by their reduced costs (one product with the row duals). A weight left
 out is 0, so every dual point stays in :math:`U_\nu`, and both the certificate and the feasible
@@ -71,13 +71,13 @@ import highspy
 import numpy as np
 
 from cvxmetric._checks import check_int_in_range, check_positive
-from cvxmetric.boostmetric import (CG_COLUMNS, LP_OPTIONS, SMOOTHING, BoostMetricCertifier, ColumnGeneration,
-                                   TripletGeometry, boostmetric_model, column_point, hinge_value, highs_lp, power_of_two,
-                                   check_working_set, project_capped_simplex, project_spectraplex,
-                                   working_set_limit, working_set_start)
+from cvxmetric.boostmetric import (BoostMetricCertifier, TripletGeometry, boostmetric_model, hinge_value, power_of_two,
+                                   project_capped_simplex, project_spectraplex)
 from cvxmetric.certificates import relative_gap
 from cvxmetric.linalg import svec, svec_outer, triu_indices
 
+from .boostmetric_lp import (CG_COLUMNS, LP_OPTIONS, SMOOTHING, ColumnGeneration, check_working_set, column_point,
+                             highs_lp, lambda_max_column_generation, working_set_limit, working_set_start)
 from .result import SolverResult, make_result
 
 __all__ = ["boostmetric_hinge_cg", "SlackColumnGeneration", "DEFAULT_TOL", "SMOOTHING",
@@ -401,7 +401,7 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
         Eigen-solver of the pricing step (see :meth:`cvxmetric.boostmetric.TripletGeometry.top_eigenpair`).
     smoothing : float in [0, 1), "line-search" or "auto"
         The dual stabilization of the X side (see
-        :func:`cvxmetric.boostmetric.lambda_max_column_generation`): Wentges' fixed :math:`\alpha`
+        :func:`cvxmetric.solvers.boostmetric_lp.lambda_max_column_generation`): Wentges' fixed :math:`\alpha`
         (0: none), the exact line search on :math:`\alpha`, or ``"auto"`` (the line search up to
         d = ``LINE_SEARCH_MAX_D``, :math:`\alpha` = ``SMOOTHING`` above).
     n_columns : int
@@ -414,7 +414,7 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
         Warm start each X-side master LP from the previous basis (False: cold solves).
     working_set : bool
         Both LPs start from the triplets of smallest margin and price the rest in (see
-        :class:`cvxmetric.boostmetric.MasterLP` and :class:`SlackColumnGeneration`; False: all
+        :class:`cvxmetric.solvers.boostmetric_lp.MasterLP` and :class:`SlackColumnGeneration`; False: all
         triplets from the start). The certificate is on all triplets either way.
 
     Returns
@@ -476,7 +476,7 @@ def boostmetric_hinge_cg(X, triplets, nu: float, *, tol: float = DEFAULT_TOL, ma
                 reason = "stalled"
                 break
     Xm = best["X"] if best["source"] == "slack" else column_point(best["cols"], best["w"])
-    bound = BoostMetricCertifier(model, eig=eig).bound(cols.u_best)
+    bound = BoostMetricCertifier(model, eig=eig, anchor_search=lambda_max_column_generation).bound(cols.u_best)
     return make_result("boostmetric-hinge-cg", objective=model.value(Xm), measure="certified_gap", tol=tol,
                        stop_reason=reason, M=Xm, w=cols.w, lower_bound=bound.lower,
                        multipliers=bound.multipliers, n_iter=cols.n_lp + (slack_cg.n_lp if slack_cg else 0),

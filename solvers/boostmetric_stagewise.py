@@ -64,6 +64,7 @@ from cvxmetric.generators import triplets_from_labels
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.linalg import psd_factor
 
+from .boostmetric_lp import lambda_max_column_generation
 from .boostmetric_subspace import MU_SHRINK, MU_START, SubspaceMaster, whitened_basis
 from .result import SolverResult, make_result
 
@@ -169,7 +170,7 @@ class _Run:
         self.tol = check_positive(tol, "tol")
         self.twin, self.c2 = self.model.normalized()
         self.geom, self.nu, self.eig = self.twin.geometry, self.twin.nu, eig
-        self.certifier = BoostMetricCertifier(self.twin, eig=eig)
+        self.certifier = BoostMetricCertifier(self.twin, eig=eig, anchor_search=lambda_max_column_generation)
         self.cols = np.zeros((self.model.d, 0))
 
     def gap(self, rho, w, *, force=False):

@@ -92,7 +92,7 @@ INNER_TOL_FRACTION = 0.25
 #: PDHG iterations for its first two inner solves instead of 912 and 5,056 with every solve held
 #: to 0.25 tol; at the benchmark's quick size the MM fits take 1.6-1.8x less CPU time.
 INNER_TOL_PROGRESS = 0.1
-#: The loosest inner tolerance (first solves): PDHG's ``DEFAULT_CERTIFICATE_TOL``, the harness'
+#: The loosest inner tolerance (first solves): PDHG's ``DEFAULT_TOL``, the harness'
 #: first-order gap, the accuracy at which the fast MM's inner solves ran before they were certified.
 INNER_TOL_LOOSE = 1e-3
 
@@ -152,7 +152,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_iter: int = MM_MAX_
         Options of the inner solver for every inner solve. Default ``tol``: the inexact-MM
         schedule :func:`inner_tolerance` (from ``INNER_TOL_LOOSE`` down to
         ``INNER_TOL_FRACTION * tol``, following the last fixed-point gap); a ``tol`` given here
-        holds every inner solve to it. For PDHG ``certificate_tol`` defaults to the same,
+        holds every inner solve to it. For PDHG ``residual_tol`` defaults to the same,
         ``max_iter`` to ``INNER_MAX_ITER``, and the multipliers, step size and primal weight are
         warm-started from the previous inner solve.
     time_limit : float, optional
@@ -215,7 +215,7 @@ def fantope_mm(model: FantopeModel, *, W0=None, M0=None, max_iter: int = MM_MAX_
         if scheduled:
             opts["tol"] = inner_tolerance(tol, rhos[-1] if rhos else None)
         if inner == "pdhg":
-            opts.setdefault("certificate_tol", opts["tol"])
+            opts.setdefault("residual_tol", opts["tol"])
             if res is not None:       # warm start: multipliers, step size and primal weight
                 for key, value in (("y0", y_prev), ("step_size", res.info.get("step_size")),
                                    ("primal_weight", res.info.get("primal_weight"))):

@@ -111,17 +111,20 @@ weights by a constant, or the data by a scalar where the model is invariant, cha
   which near a solution makes S exactly PSD, so the bound is :math:`\delta^\top y` within the
   primal error of p*; the targeted repair runs where that does not apply, failed or gained nothing.
 
-**Stopping rule and verdict.** The iteration stops when the certified gap is at most ``tol``, or
-when the relative dual residual and restart error are at most ``tol`` and the certified gap is at
-most ``certificate_tol`` (the certificate repairs the dual feasibility of an approximate
+**Stopping rule and verdict.** ``tol`` is what ``converged`` is held to; ``residual_tol`` (default
+``RESIDUAL_TOL_FRACTION * tol``) is the tolerance of the residual test. The iteration stops when the
+certified gap is at most ``min(residual_tol, tol)``, or when the relative dual residual and restart
+error are at most ``residual_tol`` and the certified gap is at most ``tol`` (the certificate
+repairs the dual feasibility of an approximate
 multiplier, so it can lag the true gap: on syn-d50-m10000, with the repair alone, the residual
 test held at a true gap of ~3e-6 while the certificate still read ~2e-3; the complementarity
 polish closes most of that lag, and the stop then waits for the objective). The result's measure is the certified gap, held
-to ``certificate_tol``, wherever the model always has a bound (q > 0, R positive definite on the
-data span, or a trace bound: ``HingeModel.has_certificate``) or a bound within ``certificate_tol``
+to ``tol``, wherever the model always has a bound (q > 0, R positive definite on the
+data span, or a trace bound: ``HingeModel.has_certificate``) or a bound within ``tol``
 was found; otherwise (q = 0, R singular on the data span, and no repaired multiplier exactly dual
 feasible) it is the relative KKT residual :math:`\max(r_d^{rel}, e^{rel})` of the returned point,
-held to ``tol``. Hitting ``max_iter``/``time_limit`` first gives
+held to ``tol`` as well (both are relative measures of the point's first-order accuracy).
+Hitting ``max_iter``/``time_limit`` first gives
 ``converged=False`` and a :class:`~cvxmetric.exceptions.ConvergenceWarning`.
 
 The best lower bound and the best objective over all scored points are kept; the returned
@@ -151,19 +154,22 @@ from cvxmetric.models import HingeCongruence, HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS", "equilibration", "DEFAULT_TOL",
-           "DEFAULT_CERTIFICATE_TOL", "CHECK_EVERY", "POWER_ITERATIONS", "POWER_ITERATIONS_CONSTANT_STEP",
+__all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS",
+           "equilibration", "DEFAULT_TOL", "RESIDUAL_TOL_FRACTION", "CHECK_EVERY", "POWER_ITERATIONS",
+           "POWER_ITERATIONS_CONSTANT_STEP",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
 
-#: Relative tolerance of the stopping rule (a certified gap this small stops at once; the relative
-#: dual residual and restart error must reach it otherwise) and of the KKT measure of models
-#: without a certificate. Measured: relative gaps to p* of 1e-6-1e-4.
-DEFAULT_TOL = 1e-4
-#: The certified relative gap a result is held to (``converged``) where a certificate exists, and
-#: required before the residual test may stop the method: the harness' first-order gap threshold
-#: (cvxmetric.verification.tolerances.GAP_FIRST_ORDER). Measured: syn-d50-m10000 certifies 8.5e-4 after
-#: 304 iterations; digits' LMNN (constraint generation) 1.0e-2 after 1,856.
-DEFAULT_CERTIFICATE_TOL = 1e-3
+#: ``tol``: the certified relative gap a result is held to (``converged``; the KKT residual where no
+#: certificate exists), and required before the residual test may stop the method: the harness'
+#: first-order gap threshold (cvxmetric.verification.tolerances.GAP_FIRST_ORDER). Measured:
+#: syn-d50-m10000 certifies 8.5e-4 after 304 iterations; digits' LMNN (constraint generation) 1.0e-2
+#: after 1,856.
+DEFAULT_TOL = 1e-3
+#: ``residual_tol`` defaults to this fraction of ``tol``: the relative dual residual and restart error
+#: the residual test asks for (and a certified gap this small stops at once). The certificate lags
+#: the true gap (module docstring), so the residuals are asked for a tenth of it: at the default
+#: 1e-4, measured relative gaps to p* of 1e-6-1e-4.
+RESIDUAL_TOL_FRACTION = 0.1
 #: Iterations between two restart/termination checks (cuPDLP uses 64; our checks are cheap: a few
 #: d x d eigendecompositions, plus the certificate's repair passes while the bound is loose).
 CHECK_EVERY = 16
@@ -205,7 +211,7 @@ REPAIR_BUDGET = 0.25
 #: Certify through the complementarity polish of the candidate's multiplier
 #: (:meth:`cvxmetric.models.HingeModel.complementary_multipliers`) where it applies, before the
 #: targeted repair (which then runs only if the polish failed, i.e. left the dual matrix
-#: indefinite beyond ``tol``, or gained nothing, and the budget allows it); the schedule and budget
+#: indefinite beyond ``residual_tol``, or gained nothing, and the budget allows it); the schedule and budget
 #: above are shared. False restores the repair alone (ablations). Measured on
 #: syn-d50-m10000 (one run, one BLAS thread): 336 -> 224 iterations to a certified 1e-4, one polish
 #: (0.3 s) instead of five repairs (0.9 s); the polished bound was within 5e-5 of p* from iteration
@@ -932,12 +938,12 @@ class PDHGState:
             callback(self.n_iter, self.M if self.congruence is None else self.congruence.point(self.M), cur.f)
         return cand, is_avg
 
-    def converged(self, cand: _Score, tol: float, certificate_tol: float, robust: bool):
-        """The stopping rule: None, or how it stopped ("certificate" or "kkt")."""
+    def converged(self, cand: _Score, residual_tol: float, tol: float, robust: bool):
+        """The stopping rule (module docstring): None, or how it stopped ("certificate" or "kkt")."""
         cert_gap = relative_gap(self.best_f, self.best_lb)
-        kkt_ok = max(cand.rel_dual, cand.rel_err) <= tol
-        if cert_gap <= tol or (kkt_ok and (cert_gap <= certificate_tol or not robust)):
-            return "certificate" if cert_gap <= certificate_tol else "kkt"
+        kkt_ok = max(cand.rel_dual, cand.rel_err) <= residual_tol
+        if cert_gap <= min(residual_tol, tol) or (kkt_ok and (cert_gap <= tol or not robust)):
+            return "certificate" if cert_gap <= tol else "kkt"
         return None
 
     # ------------------------------------------------------------------ restarts
@@ -973,20 +979,20 @@ class PDHGState:
         self._reset_average()
 
     # ------------------------------------------------------------------ result
-    def result(self, *, stop_reason: str, stopped_by, tol: float, certificate_tol: float, robust: bool,
+    def result(self, *, stop_reason: str, stopped_by, tol: float, robust: bool,
                norm_K, solver_name: str, warn: bool) -> SolverResult:
         """The result contract (see :func:`pdhg`, Returns)."""
         model, s = self.model, self.s
         last = self.last if self.last is not None else self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         kkt_value = max(last.rel_dual, last.rel_err)
         best_lb = self.best_lb
-        certified = best_lb is not None and (robust or relative_gap(self.best_f, best_lb) <= certificate_tol)
+        certified = best_lb is not None and (robust or relative_gap(self.best_f, best_lb) <= tol)
         if certified:
             M_out, y_out = self.best_M.copy(), self.cert_y.copy()   # copies: the state may go on
-            measure, measure_tol, measure_value = "certified_gap", certificate_tol, None
+            measure, measure_value = "certified_gap", None
         else:   # no dual bound for this model: the relative KKT residual of the point it was measured at
             M_out, y_out = last.M.copy(), last.y / s
-            measure, measure_tol, measure_value = "kkt_residual", tol, kkt_value
+            measure, measure_value = "kkt_residual", kkt_value
         if self.congruence is not None:   # the original's point and objective (same bound, same rows)
             M_out = self.congruence.point(M_out)
             model = self.congruence.original
@@ -996,7 +1002,7 @@ class PDHGState:
         # does not pass is "not_certified"); info["stop_reason"] repeats its status
         detail = (f"objective {objective:.6g}, lower bound {'none' if lb_out is None else format(lb_out, '.6g')}, "
                   f"relative dual residual {last.rel_dual:.2g}, relative restart error {last.rel_err:.2g}")
-        res = make_result(solver_name, objective=objective, measure=measure, tol=measure_tol,
+        res = make_result(solver_name, objective=objective, measure=measure, tol=tol,
                            stop_reason=stop_reason, M=M_out, measure_value=measure_value, lower_bound=lb_out,
                            multipliers=y_out, n_iter=self.n_iter, history=list(self.history),
                            time=time.perf_counter() - self.t_start, detail=detail, warn=warn,
@@ -1020,7 +1026,7 @@ class PDHGState:
 
 
 def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: float = DEFAULT_TOL,
-         certificate_tol: float = DEFAULT_CERTIFICATE_TOL,
+         residual_tol: Optional[float] = None,
          time_limit: Optional[float] = None, check_every: int = CHECK_EVERY, primal_weight=None,
          step_size=None,
          restarts: bool = True, adaptive_step: bool = True, equilibrate: bool = True, seed=0,
@@ -1042,10 +1048,11 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         Iteration limit (rejected adaptive steps count); hitting it (or ``time_limit``) issues a
         :class:`~cvxmetric.exceptions.ConvergenceWarning`.
     tol : float
-        Relative tolerance of the stopping rule (module docstring).
-    certificate_tol : float
-        Certified relative gap required, where a certificate exists, when the residual test
-        stops the method (module docstring).
+        What ``converged`` is held to: the certified relative gap (the relative KKT residual where
+        no certificate exists; module docstring).
+    residual_tol : float, optional
+        Tolerance of the stopping rule's residual test (module docstring); default
+        ``RESIDUAL_TOL_FRACTION * tol``.
     time_limit : float, optional
         Wall-clock limit in seconds.
     check_every : int
@@ -1094,7 +1101,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     -------
     SolverResult
         Built by :func:`cvxmetric.solvers.result.make_result`. With a certificate: ``measure ==
-        "certified_gap"`` (held to ``certificate_tol``), ``M`` the PSD point with the lowest
+        "certified_gap"`` (held to ``tol``), ``M`` the PSD point with the lowest
         objective among the scored points, ``lower_bound`` the best bound, ``multipliers`` its
         hinge multipliers (shape (m,), in :math:`[0, c]`). Without one: ``measure ==
         "kkt_residual"`` (held to ``tol``), ``M`` and ``multipliers`` the point the residual was
@@ -1126,7 +1133,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
     restarts, adaptive_step = check_bool(restarts, "restarts"), check_bool(adaptive_step, "adaptive_step")
     equilibrate = check_bool(equilibrate, "equilibrate")
     tol = check_positive(tol, "tol")
-    certificate_tol = check_positive(certificate_tol, "certificate_tol")
+    residual_tol = (RESIDUAL_TOL_FRACTION * tol if residual_tol is None
+                    else check_positive(residual_tol, "residual_tol"))
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     if primal_weight is not None:
@@ -1140,11 +1148,11 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         if not isinstance(state, PDHGState) or state.model is not model:
             raise ValueError("state must be a PDHGState of this model (start_state(model, ...), or a "
                              "state's rebind(model, ...))")
-        return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, None, solver_name,
+        return _run(state, max_iter, residual_tol, tol, time_limit, check_every, restarts, None, solver_name,
                     callback, warn, time.perf_counter())
     state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
                                 equilibration(model) if equilibrate else None, projection)
-    return _run(state, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
+    return _run(state, max_iter, residual_tol, tol, time_limit, check_every, restarts, norm_K, solver_name,
                 callback, warn, state.t_start, check_start=y0 is not None)
 
 
@@ -1192,7 +1200,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     return state, norm_K
 
 
-def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_every, restarts, norm_K, solver_name,
+def _run(state: PDHGState, max_iter, residual_tol, tol, time_limit, check_every, restarts, norm_K, solver_name,
          callback, warn, t_start, check_start: bool = False) -> SolverResult:
     """The iteration of :func:`pdhg` from ``state``: at most ``max_iter`` more iterations;
     ``check_start``: score and certify the start first (a given start that the stopping rule
@@ -1201,7 +1209,7 @@ def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_eve
     stop_reason, stopped_by = "max_iter", None
     stop_at = state.n_iter + max_iter
     if check_start:
-        stopped_by = state.converged(state.check(tol, callback)[0], tol, certificate_tol, robust)
+        stopped_by = state.converged(state.check(residual_tol, callback)[0], residual_tol, tol, robust)
         if stopped_by is not None:
             stop_at, stop_reason = state.n_iter, "converged"
     while state.n_iter < stop_at:
@@ -1212,8 +1220,8 @@ def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_eve
             break
         if state.n_iter % check_every and state.n_iter < stop_at:
             continue
-        cand, is_avg = state.check(tol, callback)
-        stopped_by = state.converged(cand, tol, certificate_tol, robust)
+        cand, is_avg = state.check(residual_tol, callback)
+        stopped_by = state.converged(cand, residual_tol, tol, robust)
         if stopped_by is not None:
             stop_reason = "converged"
             break
@@ -1222,7 +1230,7 @@ def _run(state: PDHGState, max_iter, tol, certificate_tol, time_limit, check_eve
             break
         if restarts and state.restart_due(cand):
             state.restart(cand, is_avg)
-    return state.result(stop_reason=stop_reason, stopped_by=stopped_by, tol=tol, certificate_tol=certificate_tol,
+    return state.result(stop_reason=stop_reason, stopped_by=stopped_by, tol=tol,
                         robust=robust, norm_K=norm_K, solver_name=solver_name, warn=warn)
 
 

@@ -19,21 +19,24 @@ from cvxmetric.vector_model import qwise_vector_model
 
 from .hinge_barrier import dual_barrier
 from .newton import projected_newton
-from .pdhg import DEFAULT_TOL, pdhg
+from .pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, pdhg
 from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
 from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ModelPool, solve_working_set
 
-__all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_VECTOR_METHODS",
+__all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_DEFAULT_METHOD", "QWISE_VECTOR_METHODS",
            "BARRIER_START_MAX", "BARRIER_START_GAP"]
 
 #: Full-matrix algorithms of :func:`solve_qwise` and the options each reads: the thesis' projected
 #: subgradient engine and the restarted primal-dual hybrid gradient method (much faster at d = 50
 #: and thousands of constraints).
 QWISE_METHODS = {
-    "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS),
     "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS | {"state"}),   # the facade builds the model
+    "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS),
 }
+#: The default algorithm, of :func:`solve_qwise` and of :class:`cvxmetric.problems.Qwise` (and so of
+#: the estimator): PDHG, the faster of the two at every size the harness and the benchmarks run.
+QWISE_DEFAULT_METHOD = "pdhg"
 
 #: What ``method="pdhg", working_set=True`` reads (:data:`~cvxmetric.solvers.working_set.WORKING_SET_OPTIONS`).
 QWISE_WORKING_SET_METHODS = {"pdhg": WORKING_SET_OPTIONS}
@@ -47,8 +50,9 @@ QWISE_WORKING_SET_METHODS = {"pdhg": WORKING_SET_OPTIONS}
 #: 0.66 s + 0.03 s against 576 iterations 2.09 s; m = 500 114 steps 3.94 s against 352 iterations
 #: 1.62 s; m = 1000 267 steps 18.2 s against 1,296 iterations 2.60 s.
 BARRIER_START_MAX = 250
-#: The barrier method stops at this fraction of PDHG's ``tol``, so that PDHG's certificate, checked
-#: at the start, accepts the pair as it is (0 iterations).
+#: The barrier method stops at this fraction of PDHG's ``residual_tol`` (a certified gap below
+#: ``min(residual_tol, tol)`` stops PDHG at once), so that PDHG's certificate, checked at the start,
+#: accepts the pair as it is (0 iterations).
 BARRIER_START_GAP = 0.1
 
 #: Algorithms of :func:`solve_qwise_vector` (one: projected Newton) and their options.
@@ -56,7 +60,7 @@ QWISE_VECTOR_METHODS = {"newton": keyword_options(projected_newton, exclude=ENGI
 
 
 def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_Q: float = 1.0,
-                C_P: float = 1.0, reg_weight: float = 1.0, pull_pairs=None, method: str = "subgradient",
+                C_P: float = 1.0, reg_weight: float = 1.0, pull_pairs=None, method: str = QWISE_DEFAULT_METHOD,
                 working_set: bool = False, barrier_start="auto", **options) -> SolverResult:
     r"""Full-matrix Qwise (thesis eq. 2.7) by the projected subgradient engine or by PDHG.
 
@@ -75,14 +79,14 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         Positive weight of :math:`\Omega`.
     pull_pairs : array_like, shape (p, 2), optional
         The similar pairs :math:`S` of the ``"pull"`` regularizer (required by it, rejected otherwise).
-    method : {"subgradient", "pdhg"}
-        ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`;
-        ``"pdhg"``: restarted PDHG, :func:`cvxmetric.solvers.pdhg.pdhg`.
+    method : {"pdhg", "subgradient"}
+        ``"pdhg"`` (default, :data:`QWISE_DEFAULT_METHOD`): restarted PDHG, :func:`cvxmetric.solvers.pdhg.pdhg`;
+        ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`.
     working_set : bool
         With ``method="pdhg"``: run PDHG on a working set of the constraints near or past the
         margin, certified on the full set (:func:`cvxmetric.solvers.working_set.solve_working_set`:
         ``ws_slack``, ``drop_after``, ``round_iter``, ``max_rounds``, ``max_add``, ``max_iter``
-        (total PDHG iterations), ``tol``, ``certificate_tol``, ``time_limit``, ``callback``, ``M0``
+        (total PDHG iterations), ``tol``, ``residual_tol``, ``time_limit``, ``callback``, ``M0``
         (default 0) and the rest passed to each PDHG round; ``solver == "qwise-pdhg-ws"``). Its
         cost per iteration follows the working set, and its certificate is the full problem's, as
         strict as plain PDHG's. Not the default: plain PDHG was measured as fast or faster from
@@ -93,7 +97,7 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
     barrier_start : bool or "auto"
         With plain PDHG (``method="pdhg"``, no working set): start from the primal-dual pair of
         the dense barrier method on the dual (:func:`cvxmetric.solvers.hinge_barrier.dual_barrier`,
-        to ``BARRIER_START_GAP`` times ``tol``), which PDHG certifies before its first step and
+        to ``BARRIER_START_GAP`` times ``residual_tol``), which PDHG certifies before its first step and
         stops on at once where its certificate accepts it (otherwise it iterates from there).
         ``"auto"``: up to :data:`BARRIER_START_MAX` constraints, where the model has q = 0 and R
         positive definite (trace regularizer; the barrier method needs both) and neither ``M0``
@@ -104,7 +108,7 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         from ``M0`` (default 0).
     **options
         Options of the chosen algorithm (``max_iter``, ``tol``, ``time_limit``, ``M0``, ...; PDHG
-        also ``certificate_tol``, ``y0``, ...). An option the method does not read is a ValueError.
+        also ``residual_tol``, ``y0``, ...). An option the method does not read is a ValueError.
 
     Returns
     -------
@@ -184,7 +188,9 @@ def _barrier_start(mode, model, options):
             raise ValueError("barrier_start=True computes the start itself: pass M0/y0 with barrier_start=False")
     if not wanted:
         return None
-    start = dual_barrier(model, gap=BARRIER_START_GAP * options.get("tol", DEFAULT_TOL))
+    tol = options.get("tol", DEFAULT_TOL)
+    residual_tol = options.get("residual_tol", RESIDUAL_TOL_FRACTION * tol)
+    start = dual_barrier(model, gap=BARRIER_START_GAP * min(residual_tol, tol))
     if start is None and mode is True:
         raise ValueError("barrier_start=True needs q = 0 and a positive definite linear term "
                          "(regularizer='trace'); use barrier_start=False")

@@ -25,6 +25,7 @@ from typing import Optional
 import numpy as np
 
 from cvxmetric.certificates import WRONG_CERTIFICATE_RTOL, relative_gap
+from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 
 __all__ = ["SolverResult", "ConvergenceWarning", "make_result", "MEASURES",
@@ -86,6 +87,10 @@ class SolverResult:
     multipliers : ndarray or None
         The dual variables (one name across methods: hinge multipliers, ITML's lambda, the
         BoostMetric triplet weights u, ...).
+    working_set : ConstraintSet or None
+        For a constraint set that is searched rather than materialised (LMNN's impostor
+        triplets, ``impostors="search"``): the rows the solver held at the returned point, every
+        row violated there included. None when the solver held the full set.
     """
 
     solver: str
@@ -105,6 +110,7 @@ class SolverResult:
     lower_bound: Optional[float] = None
     certified_gap: Optional[float] = None
     multipliers: Optional[np.ndarray] = None
+    working_set: Optional[ConstraintSet] = None
 
     @property
     def point(self) -> np.ndarray:

@@ -42,10 +42,10 @@ problem). PDHG's own bound of the restricted problem is valid too, since
 rounds is kept (:math:`p^*` does not change), as is the point with the lowest full objective.
 The result (:func:`cvxmetric.solvers.result.make_result`) has ``measure == "certified_gap"``:
 :func:`cvxmetric.certificates.relative_gap` of that objective and that bound, held to
-``certificate_tol``. The loop stops by PDHG's own rule, read on the full problem: the full
-certified gap is at most ``tol``, or the restricted solve stopped (its relative KKT residual within
-``tol``), no constraint outside :math:`W` is violated and the full certified gap is at most
-``certificate_tol``. Where no bound exists (q = 0, R singular
+``tol``. The loop stops by PDHG's own rule, read on the full problem: the full
+certified gap is at most ``min(residual_tol, tol)``, or the restricted solve stopped (its relative KKT
+residual within ``residual_tol``), no constraint outside :math:`W` is violated and the full certified
+gap is at most ``tol``. Where no bound exists (q = 0, R singular
 on the data span and no repaired multiplier dual feasible; see
 :mod:`cvxmetric.solvers.pdhg`) the measure is the restricted problem's relative KKT residual,
 which equals the full problem's when no constraint outside :math:`W` is violated (each such
@@ -65,7 +65,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from cvxmetric._checks import as_square_symmetric, check_int_in_range, check_nonnegative, keyword_options
+from cvxmetric._checks import (as_square_symmetric, check_int_in_range, check_nonnegative, check_positive,
+                               keyword_options)
 from cvxmetric.certificates import relative_gap
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
@@ -73,7 +74,7 @@ from cvxmetric.lmnn import ImpostorSearch, lmnn_pull_model, too_many_triplets_me
 from cvxmetric.linalg import psd_factor
 from cvxmetric.models import HingeModel
 
-from .pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, pdhg, start_state
+from .pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, pdhg, start_state
 from .result import ENGINE_HOOKS, SolverResult, make_result
 
 __all__ = ["solve_working_set", "WORKING_SET_OPTIONS", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet",
@@ -405,7 +406,7 @@ def _quiet_pdhg(sub: HingeModel, **kw) -> SolverResult:
 def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int = DROP_AFTER,
                       round_iter: int = ROUND_ITER, max_rounds: int = MAX_ROUNDS, max_add: int = MAX_ADD,
                       max_iter: int = 100_000, tol: float = DEFAULT_TOL,
-                      certificate_tol: float = DEFAULT_CERTIFICATE_TOL, time_limit: Optional[float] = None,
+                      residual_tol: Optional[float] = None, time_limit: Optional[float] = None,
                       callback: Optional[Callable[[int, np.ndarray, float], None]] = None,
                       solver_name: str = "pdhg-working-set", **pdhg_options) -> SolverResult:
     r"""Minimise a hinge model by PDHG on a working set, certified on the full constraint set.
@@ -428,10 +429,12 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         Cap on the constraints added per pass (at least |W|; 0: no cap).
     max_iter : int
         Limit on the total PDHG iterations.
-    tol, certificate_tol : float
-        PDHG's stopping tolerance (each round, and the loop's rule read on the full problem,
-        module docstring), and the certified relative gap of the *full* problem that
-        ``converged`` requires.
+    tol : float
+        What ``converged`` is held to: the certified relative gap of the *full* problem (module
+        docstring); each round's PDHG is held to it too.
+    residual_tol : float, optional
+        PDHG's residual test (each round, and the loop's rule read on the full problem, module
+        docstring); default ``RESIDUAL_TOL_FRACTION * tol``.
     time_limit : float, optional
         Wall-clock limit in seconds.
     callback : callable, optional
@@ -446,7 +449,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
     SolverResult
         Built by :func:`cvxmetric.solvers.result.make_result`: ``M`` the point with the lowest
         full objective over the rounds, ``objective`` that objective, ``lower_bound`` the best
-        bound of the full problem, ``measure == "certified_gap"`` held to ``certificate_tol``
+        bound of the full problem, ``measure == "certified_gap"`` held to ``tol``
         (``"kkt_residual"`` without a bound, module docstring), ``n_iter`` the total PDHG
         iterations, ``history`` the full objective after each round, ``multipliers`` the bound's
         multipliers: over all rows for a :class:`ModelPool`, over ``info["multiplier_ids"]``
@@ -471,6 +474,8 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         if name in pdhg_options:
             raise ValueError(f"{name} is set by the working-set loop; pass M0 to the solver, not to each PDHG round")
     M0 = as_square_symmetric(M0, "M0", d=pool.d, psd=True)
+    tol = check_positive(tol, "tol")
+    residual_tol = RESIDUAL_TOL_FRACTION * tol if residual_tol is None else check_positive(residual_tol, "residual_tol")
     t_start = time.perf_counter()
     scan = pool.scan(M0)   # the one pass at the start: the first W and f(M0)
     reference = pool.reference_value()
@@ -486,7 +491,7 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         sub = pool.submodel(ws.ids)
         sizes.append(len(ws))
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t_start), 1e-3)
-        run = {"tol": tol, "certificate_tol": certificate_tol, "max_iter": min(budget, max_iter - n_iter),
+        run = {"tol": tol, "residual_tol": residual_tol, "max_iter": min(budget, max_iter - n_iter),
                "time_limit": remaining, "solver_name": solver_name, **pdhg_options}
         if state is None:
             state = start_state(sub, M0=M, y0=np.clip(y, 0.0, sub.coef),
@@ -512,11 +517,11 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         best.offer_bound(res.lower_bound, res.multipliers, ws.ids)
         best.offer_bound(pool.full_bound(sub, ws.ids, res.multipliers, best.f), res.multipliers, ws.ids)
         # PDHG's stopping rule, for the full problem: a certified gap within tol, or the restricted
-        # solve stopped (its KKT test) with nothing violated outside W and the gap within certificate_tol
+        # solve stopped (its KKT test) with nothing violated outside W and the gap within tol
         gap = relative_gap(best.f, best.lb, reference)
         trace.append((rnd, time.perf_counter() - t_start, n_iter, len(ws), scan.value, best.f, best.lb, gap))
         settled = outside == 0 and res.status == "converged"
-        if gap <= tol or (settled and (gap <= certificate_tol or best.lb is None)):
+        if gap <= min(residual_tol, tol) or (settled and (gap <= tol or best.lb is None)):
             stop_reason = "converged"
             break
         if n_iter >= max_iter or rnd == max_rounds:
@@ -530,20 +535,20 @@ def solve_working_set(pool: ConstraintPool, M0: np.ndarray, *, drop_after: int =
         y = _take(y, rows)
         added.append(n_add)
         dropped.append(n_drop)
-    return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol,
+    return _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, tol,
                    n_iter, history, t_start, reference,
                    {"working_set_sizes": sizes, "pdhg_iterations": iters, "added": added, "dropped": dropped,
                     "trace": trace})
 
 
-def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certificate_tol, tol, n_iter,
+def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, tol, n_iter,
             history, t_start, reference, info) -> SolverResult:
     """The result contract of :func:`solve_working_set` (see its Returns)."""
     if best.lb is not None:
-        measure, measure_tol, measure_value = "certified_gap", certificate_tol, None
+        measure, measure_value = "certified_gap", None
     else:   # no bound at all: the restricted KKT residual, the full one only if nothing outside W is
         # violated, and only when it was measured at the point returned (not at a later, worse round)
-        measure, measure_tol = "kkt_residual", tol
+        measure = "kkt_residual"
         at_best = best.M is res.M
         measure_value = (res.measure_value if (outside == 0 and at_best and res.measure == "kkt_residual")
                          else math.inf)
@@ -563,7 +568,7 @@ def _result(pool, solver_name, best, res, ws, sub, outside, stop_reason, certifi
                  "readded": ws.readded, "pdhg_stop_reason": res.info["stop_reason"], "lower_bound": best.lb,
                  "certified_gap": None if best.lb is None else relative_gap(best.f, best.lb, reference),
                  "y": mult, "multiplier_ids": mult_ids})
-    return make_result(solver_name, objective=best.f, measure=measure, tol=measure_tol, stop_reason=stop_reason,
+    return make_result(solver_name, objective=best.f, measure=measure, tol=tol, stop_reason=stop_reason,
                        M=best.M, measure_value=measure_value, lower_bound=best.lb, multipliers=mult,
                        n_iter=n_iter, history=history, time=time.perf_counter() - t_start, detail=detail,
                        info=info, reference=reference)

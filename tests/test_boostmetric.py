@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from cvxmetric.boostmetric import (BoostMetricCertifier, MasterLP, TripletGeometry, boostmetric_model, hinge_dual_weights,
-                                   hinge_value, lambda_max_column_generation, project_capped_simplex,
-                                   solve_restricted_lp)
+from cvxmetric.boostmetric import (BoostMetricCertifier, TripletGeometry, boostmetric_model, hinge_dual_weights,
+                                   hinge_value, project_capped_simplex)
+from cvxmetric.solvers.boostmetric_lp import MasterLP, lambda_max_column_generation, solve_restricted_lp
 from cvxmetric.certificates import relative_difference
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
@@ -566,7 +566,7 @@ def test_certifier_bound_is_below_every_feasible_value(loss):
     X, trip = _random_problem(5)
     nu = 0.2 if loss == "hinge" else 50.0
     model = boostmetric_model(X, trip, loss=loss, nu=nu)
-    cert = BoostMetricCertifier(model)
+    cert = BoostMetricCertifier(model, anchor_search=lambda_max_column_generation)
     rng = np.random.default_rng(0)
     for r in range(5):
         M = random_psd(X.shape[1], rank=r % 3 + 1, seed=r)
@@ -641,3 +641,17 @@ def test_extreme_units_end_without_internal_errors(scale, loss, solver):
             return
     assert np.all(np.isfinite(res.M))
     assert res.converged == (res.measure_value <= res.tol)
+
+
+def test_certifier_without_an_anchor_search_says_so():
+    """The exponential bound with lambda_max(A(u)) > nu needs the anchor search (a solver, injected):
+    without one the bound is None and its detail names the missing search."""
+    X, trip = _random_problem(5)
+    model = boostmetric_model(X, trip, loss="exp", nu=1e-6)
+    u = np.full(model.m, 1.0 / model.m)
+    bare = BoostMetricCertifier(model).bound(u, upper=model.value(np.eye(X.shape[1])))
+    assert bare.lam_max > model.nu and bare.lower is None and "anchor_search" in bare.detail
+    upper = model.value(np.eye(X.shape[1]))
+    full = BoostMetricCertifier(model, anchor_search=lambda_max_column_generation).bound(u, upper=upper)
+    assert full.lower is not None and full.lower <= upper and "anchor" in full.detail
+

@@ -74,11 +74,12 @@ def test_iterations_do_not_depend_on_the_data_scale(loss):
 
 def test_facade_runs_it_for_the_smooth_losses_and_rejects_it_for_the_hinge():
     inst = boostmetric_instance("iris", "logistic", n=30, seed=0)
-    res = solvers.solve_boostmetric(inst.X, inst.constraints, **inst.params, method="projected_gradient")
+    res = solvers.solve_boostmetric(inst.X, inst.constraints, loss="logistic", trace_weight=inst.params["nu"],
+                                    method="projected_gradient")
     assert res.converged and res.solver == "boostmetric-logistic-fista"
     hinge = boostmetric_instance("iris", "hinge", n=30, seed=0)
     with pytest.raises(ValueError, match="projected_gradient"):
-        solvers.solve_boostmetric(hinge.X, hinge.constraints, loss="hinge", nu=hinge.params["nu"],
+        solvers.solve_boostmetric(hinge.X, hinge.constraints, loss="hinge", slack_weight=hinge.params["nu"],
                                   method="projected_gradient")
 
 

@@ -16,6 +16,7 @@ import pytest
 import cvxmetric.solvers as solvers
 from cvxmetric._checks import check_method_options, keyword_options
 from cvxmetric.boostmetric import boostmetric_model
+from cvxmetric.solvers.boostmetric import weight_keyword
 from cvxmetric.fantope import fantope_model
 from cvxmetric.generators import pairs_from_labels, quadruplets_from_metric, triplets_from_labels
 from cvxmetric.instances import get_instance
@@ -40,7 +41,7 @@ from cvxmetric.solvers.mmc import mmc_ascent
 from cvxmetric.solvers.newton import projected_newton
 from cvxmetric.solvers.orml import orml_pursuit
 from cvxmetric.solvers.hinge_barrier import dual_barrier
-from cvxmetric.solvers.pdhg import DEFAULT_TOL, pdhg
+from cvxmetric.solvers.pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, pdhg
 from cvxmetric.solvers.qwise import BARRIER_START_GAP
 from cvxmetric.solvers.result import MEASURES, SolverResult
 from cvxmetric.solvers.subgradient import projected_subgradient
@@ -70,7 +71,7 @@ def _boost(loss):
 
 def _pdhg_from_barrier(model, **options):
     """What ``solve_qwise(method="pdhg")`` runs on few constraints: PDHG from the dual barrier pair."""
-    start = dual_barrier(model, gap=BARRIER_START_GAP * DEFAULT_TOL)
+    start = dual_barrier(model, gap=BARRIER_START_GAP * RESIDUAL_TOL_FRACTION * DEFAULT_TOL)
     return pdhg(model, M0=start.M, y0=start.y, **options)
 
 
@@ -128,7 +129,7 @@ def _cases():
             (lambda b=b, loss=loss, nu=nu, direct=direct: direct(b.X, b.constraints, loss=loss, nu=nu, max_iter=20))
         out[f"boostmetric-{loss}/{method}"] = (
             lambda b=b, loss=loss, nu=nu, method=method: solvers.solve_boostmetric(
-                b.X, b.constraints, loss=loss, nu=nu, method=method, max_iter=20),
+                b.X, b.constraints, loss=loss, **weight_keyword(loss, nu), method=method, max_iter=20),
             run, model.value)
     return out
 
@@ -167,10 +168,10 @@ def test_every_facade_is_exported_with_method_and_a_program_in_notes():
 
 def test_boostmetric_default_method_follows_the_loss():
     b = _boost("hinge")
-    assert solvers.solve_boostmetric(b.X, b.constraints, loss="hinge", nu=b.params["nu"],
+    assert solvers.solve_boostmetric(b.X, b.constraints, loss="hinge", slack_weight=b.params["nu"],
                                      max_iter=5).solver == "boostmetric-hinge-cg"
     b = _boost("exp")
-    res = solvers.solve_boostmetric(b.X, b.constraints, loss="exp", nu=b.params["nu"], max_iter=5)
+    res = solvers.solve_boostmetric(b.X, b.constraints, loss="exp", trace_weight=b.params["nu"], max_iter=5)
     assert res.solver == "boostmetric-exp-fista"
 
 
@@ -185,7 +186,7 @@ def _reject_cases():
     return [
         # another method's option
         (lambda: solvers.solve_qwise(X, cons, method="pdhg", active_set=True), "active_set", "pdhg"),
-        (lambda: solvers.solve_qwise(X, cons, method="subgradient", certificate_tol=1e-3), "certificate_tol",
+        (lambda: solvers.solve_qwise(X, cons, method="subgradient", residual_tol=1e-3), "residual_tol",
          "subgradient"),
         (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **fp, method="factor", W0=np.eye(4)), "W0",
          "factor"),
@@ -193,27 +194,29 @@ def _reject_cases():
          "mm"),
         (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **fp, method="subgradient", inner="pdhg"),
          "inner", "subgradient"),
-        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", nu=eb.params["nu"], method="stagewise",
+        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", trace_weight=eb.params["nu"],
+                                           method="stagewise",
                                            n_columns=3), "n_columns", "stagewise"),
-        (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", nu=hb.params["nu"], lbfgs_maxiter=3),
+        (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", slack_weight=hb.params["nu"],
+                                           lbfgs_maxiter=3),
          "lbfgs_maxiter", "column_generation"),
         # unknown options
-        (lambda: solvers.solve_qwise(X, cons, max_iters=10), "max_iters", "subgradient"),
+        (lambda: solvers.solve_qwise(X, cons, max_iters=10), "max_iters", "pdhg"),
         (lambda: solvers.solve_qwise_vector(X, cons, max_iters=10), "max_iters", "newton"),
         (lambda: solvers.solve_itml(itml.X, itml.constraints, impostors="search"), "impostors", "bregman"),
         (lambda: solvers.solve_mmc(mmc.X, mmc.constraints, seed=0), "seed", "ascent"),
         (lambda: solvers.solve_orml(orml.X, e["pairs"], e["relevant"], session=e["session"], max_iter=3),
          "max_iter", "pursuit"),
-        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", nu=eb.params["nu"], smoothing=0.5),
+        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", trace_weight=eb.params["nu"], smoothing=0.5),
          "smoothing", "projected_gradient"),
         # unknown method, and a method that does not apply to the loss
         (lambda: solvers.solve_qwise(X, cons, method="newton"), "method", "newton"),
         (lambda: solvers.solve_fantope(f_inst.X, f_inst.constraints, **fp, method="pdhg"), "method", "pdhg"),
-        (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", nu=hb.params["nu"],
+        (lambda: solvers.solve_boostmetric(hb.X, hb.constraints, loss="hinge", slack_weight=hb.params["nu"],
                                            method="stagewise"), "stagewise", "hinge"),
-        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", nu=eb.params["nu"],
+        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="exp", trace_weight=eb.params["nu"],
                                            method="column_generation"), "column_generation", "exp"),
-        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="square", nu=1.0), "loss", "square"),
+        (lambda: solvers.solve_boostmetric(eb.X, eb.constraints, loss="square", trace_weight=1.0), "loss", "square"),
     ]
 
 
@@ -310,3 +313,18 @@ def test_other_renames_reject_the_former_names():
     _, fm = _fantope()
     with pytest.raises(TypeError, match="'max_outer'"):
         fantope_mm(fm, max_outer=2)
+
+
+@pytest.mark.parametrize("loss, kwargs, match", [
+    ("hinge", {"trace_weight": 0.1}, "slack_weight, not trace_weight"),
+    ("hinge", {}, "needs slack_weight"),
+    ("exp", {"slack_weight": 0.1}, "has no slacks: pass trace_weight"),
+    ("logistic", {}, "needs trace_weight"),
+    ("exp", {"trace_weight": -1.0}, "trace_weight"),
+])
+def test_boostmetric_takes_each_weight_by_its_meaning(loss, kwargs, match):
+    """The paper's nu is a trace weight for exp/logistic and a slack weight for the hinge: one name each."""
+    b = _boost("exp")
+    with pytest.raises(ValueError, match=match):
+        solvers.solve_boostmetric(b.X, b.constraints, loss=loss, **kwargs)
+

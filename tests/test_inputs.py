@@ -303,7 +303,7 @@ def test_lmnn_overflow_message_names_the_cause():
     y = np.repeat([0, 1], 15)
     X = rng.standard_normal((30, 3)) + 3.0 * y[:, None]
     with pytest.raises(RuntimeError, match="small next to the margin"):   # a start in other units than X's
-        solve_lmnn(X * 1e-3, y, 2, M0=np.eye(3), max_triplets=20, max_iter=5)
+        solve_lmnn(X * 1e-3, y, 2, method="subgradient", M0=np.eye(3), max_triplets=20, max_iter=5)
     with pytest.raises(RuntimeError, match="scale matches the margin"):
         solve_lmnn(3.0 * rng.standard_normal((30, 3)), y, 2, method="pdhg", max_triplets=20, max_iter=5)
 
@@ -336,7 +336,7 @@ def test_solvers_do_not_modify_inputs():
         itml = ITMLModel(X, [[0, 1], [2, 3]], [[0, 9], [1, 17]], prior=prior)
         lam0 = _frozen(np.zeros(itml.m))[0]
         bregman_itml(itml, lam0=lam0, max_iter=2)
-        solve_lmnn(X, y, 2, M0=M0, max_iter=5)
+        solve_lmnn(X, y, 2, method="subgradient", M0=M0, max_iter=5)
     for got, want in ((X, X0), (y, y0), (M0, 0.5 * np.eye(3)), (prior, np.diag([1.0, 2.0, 3.0])),
                       (lam0, np.zeros(itml.m))):
         np.testing.assert_array_equal(got, want)

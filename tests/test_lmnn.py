@@ -60,7 +60,7 @@ def test_search_solver_matches_clarabel(name, seed):
         # from a random start the stall rule may need one more (doubling) epoch than max_iter
         # allows; the gap below is what is asserted
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = solve_lmnn(inst.X, inst.y, impostors="search", M0=M0, **_params(inst))
+        res = solve_lmnn(inst.X, inst.y, method="subgradient", impostors="search", M0=M0, **_params(inst))
     f = form.value_at(res.M)
     assert res.converged or seed != 0
     assert abs(f - res.objective) <= VALUE_AT_RTOL * max(1.0, abs(f))
@@ -82,7 +82,7 @@ def test_ground_truth_kkt(name):
 def test_materialised_solver_matches_clarabel():
     inst = get_instance("lmnn", "iris-sub")
     form, sol = _truth("iris-sub")
-    res = solve_lmnn(inst.X, inst.y, impostors="materialised", **_params(inst))
+    res = solve_lmnn(inst.X, inst.y, method="subgradient", impostors="materialised", **_params(inst))
     gap = (form.value_at(res.M) - sol.value) / max(1.0, abs(sol.value))
     assert -GAP_NEGATIVE_SLACK <= gap <= GAP_FIRST_ORDER
 
@@ -207,7 +207,7 @@ def test_inputs_are_not_modified():
     X0, y0 = X.copy(), y.copy()
     M0 = np.eye(3)
     with pytest.warns(ConvergenceWarning, match="after 50 iterations"):
-        res = solve_lmnn(X, y, 2, M0=M0, max_iter=50, tol=1e-12)
+        res = solve_lmnn(X, y, 2, method="subgradient", M0=M0, max_iter=50, tol=1e-12)
     assert not res.converged
     np.testing.assert_array_equal(X, X0)
     np.testing.assert_array_equal(y, y0)
@@ -246,7 +246,7 @@ def test_class_of_exactly_n_neighbors_points_certifies_and_matches_clarabel(meth
 
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("fn", [
-    lambda X, y, k: solve_lmnn(X, y, k),
+    lambda X, y, k: solve_lmnn(X, y, k, method="subgradient"),
     lambda X, y, k: build_lmnn(X, y, k),
     lambda X, y, k: ImpostorSearch(X, y, k),
 ])
@@ -306,7 +306,7 @@ def test_search_factor_shape_checked():
 def test_psd_projection_of_result(whiten):
     X, y = _small(1)
     with pytest.warns(ConvergenceWarning):
-        res = solve_lmnn(X, y, 2, max_iter=10, tol=1e-2, whiten=whiten)
+        res = solve_lmnn(X, y, 2, method="subgradient", max_iter=10, tol=1e-2, whiten=whiten)
     np.testing.assert_allclose(project_psd(res.M), res.M, atol=1e-12)
 
 
@@ -355,9 +355,9 @@ def test_pdhg_method_round_cap_and_safeguard_still_certify():
     X, y = _small(3, n_per=8, d=4)
     form = build_lmnn(X, y, n_neighbors=2)
     sol = form.solve("CLARABEL")
-    # asked for the 1e-4 it is held to (the default certificate_tol is 1e-3), so that the check
+    # asked for the 1e-4 it is held to (the default tol is 1e-3), so that the check
     # rests on the certificate, not on how far below its tolerance a run happens to land
-    res = solve_lmnn(X, y, 2, method="pdhg", round_iter=16, max_add=5, certificate_tol=1e-4)
+    res = solve_lmnn(X, y, 2, method="pdhg", round_iter=16, max_add=5, tol=1e-4, residual_tol=1e-4)
     assert res.converged and res.info["violated_outside_working_set"] == 0
     gap = (form.value_at(res.M) - sol.value) / max(1.0, sol.value)
     assert gap <= 1e-4
@@ -427,7 +427,7 @@ def test_whitened_subgradient_is_the_unwhitened_engine_in_new_coordinates():
     full = lmnn_model(X, y, 2)
     white = lmnn_pull_model(wh.data(X), tg, 0.5, full.constraints)
     seen = []
-    res = solve_lmnn(X, y, 2, impostors="materialised", M0=wh.W @ wh.W.T, max_iter=300,
+    res = solve_lmnn(X, y, 2, method="subgradient", impostors="materialised", M0=wh.W @ wh.W.T, max_iter=300,
                      callback=lambda it, M, f: seen.append((M, f)), warn=False)
     ref = projected_subgradient(white, M0=np.eye(3), max_iter=300, warn=False)
     assert res.n_iter == ref.n_iter
@@ -480,7 +480,7 @@ def test_search_targets_given_and_checked():
 
 @pytest.mark.parametrize("kw, match", [
     ({"method": "newton"}, "method must be one of"),
-    ({"ws_slack": 0.1}, "ws_slack"),
+    ({"method": "subgradient", "ws_slack": 0.1}, "ws_slack"),
     ({"method": "pdhg", "ws_slack": -1.0}, "ws_slack"),
     ({"method": "pdhg", "max_rounds": 0}, "max_rounds"),
     ({"method": "pdhg", "round_iter": 0}, "round_iter"),

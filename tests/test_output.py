@@ -30,7 +30,7 @@ def test_redirect_discards_what_a_library_writes_to_fd_1():
 
 def test_highs_banner_never_reaches_stdout():
     r = _python("""
-        from cvxmetric.boostmetric import highs_lp
+        from cvxmetric.solvers.boostmetric_lp import highs_lp
         highs_lp(); highs_lp()
         print("ok")
     """)

@@ -20,10 +20,10 @@ from cvxmetric.solvers.qwise import solve_qwise
 from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, VALUE_AT_RTOL
 
 #: PDHG at its default tolerances is held to a tenth of the first-order threshold (measured gaps
-#: 2e-8-1e-4 with the default tol 1e-4); at tol = certificate_tol = 1e-6 (TIGHT) to 1e-5
+#: 2e-8-1e-4 at the default tolerances); at tol = residual_tol = 1e-6 (TIGHT) to 1e-5
 #: (measured 2e-9-8e-7, certified gaps <= 7e-7).
 GAP_PDHG_TEST = 0.1 * GAP_FIRST_ORDER
-TIGHT = dict(tol=1e-6, certificate_tol=1e-6)
+TIGHT = dict(tol=1e-6, residual_tol=1e-6)
 GAP_PDHG_TIGHT = 1e-5
 
 
@@ -127,7 +127,7 @@ def test_pdhg_default_tolerances(solved, case):
 def test_pdhg_multipliers_match_clarabel_on_strict_constraints(solved):
     """Constraints clearly violated (inactive) at the optimum have multiplier c (0)."""
     model, form, sol = solved("d12-frobenius-pairs", 0)
-    res = pdhg(model, tol=1e-7, certificate_tol=1e-7)
+    res = pdhg(model, tol=1e-7, residual_tol=1e-7)
     marg = model.margins(sol.point)
     scale = max(1.0, float(np.max(np.abs(marg))))
     hi, lo = marg > 1e-2 * scale, marg < -1e-2 * scale
@@ -205,7 +205,7 @@ MODEL = qwise_model(X5, CS)
 @pytest.mark.parametrize("kwargs, exc, match", [
     (dict(max_iter=0), ValueError, "max_iter"),
     (dict(tol=0.0), ValueError, "tol"),
-    (dict(certificate_tol=-1.0), ValueError, "certificate_tol"),
+    (dict(residual_tol=-1.0), ValueError, "residual_tol"),
     (dict(check_every=0), ValueError, "check_every"),
     (dict(time_limit=0.0), ValueError, "time_limit"),
     (dict(primal_weight=-2.0), ValueError, "primal_weight"),
@@ -284,7 +284,7 @@ def test_same_iterates_as_before_the_state_object(case, monkeypatch):
     k = min(len(default.history), len(res.history))
     np.testing.assert_allclose(default.history[:k], res.history[:k], rtol=1e-12)
     # the polished certificate may stop it sooner (any stop is certified: converged means the
-    # certified gap is within certificate_tol), never much later
+    # certified gap is within tol), never much later
     assert default.converged and default.n_iter <= res.n_iter + 2 * 16
 
 
@@ -317,7 +317,7 @@ def test_primal_weight_warmup_adopts_the_first_ratios_in_full():
 
 def test_state_object_driven_by_hand_reproduces_pdhg():
     """step / check / converged / restart_due / restart compose to pdhg() exactly."""
-    from cvxmetric.solvers.pdhg import DEFAULT_CERTIFICATE_TOL, DEFAULT_TOL, PDHGState, _ScaledOperator
+    from cvxmetric.solvers.pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, PDHGState, _ScaledOperator
 
     model = CASES["d10-pull"][0](0)
     ref = pdhg(model, max_iter=200)
@@ -328,8 +328,8 @@ def test_state_object_driven_by_hand_reproduces_pdhg():
     while state.n_iter < 200:
         if not state.step() or (state.n_iter % 16 and state.n_iter < 200):
             continue
-        cand, is_avg = state.check(DEFAULT_TOL)
-        if state.converged(cand, DEFAULT_TOL, DEFAULT_CERTIFICATE_TOL, model.has_certificate):
+        cand, is_avg = state.check(RESIDUAL_TOL_FRACTION * DEFAULT_TOL)
+        if state.converged(cand, RESIDUAL_TOL_FRACTION * DEFAULT_TOL, DEFAULT_TOL, model.has_certificate):
             break
         if state.restart_due(cand):
             state.restart(cand, is_avg)
@@ -400,11 +400,11 @@ def test_incremental_adjoint_keeps_the_iterates(monkeypatch):
         return full_sum(coef, rows=rows, **kw)
 
     monkeypatch.setattr(geom, "weighted_sum", counting)
-    fast = pdhg(model, certificate_tol=1e-4)
+    fast = pdhg(model, tol=1e-4, residual_tol=1e-4)
     assert calls["rows"] > 0 and fast.info["adjoint_updates"] > 0
     assert 0 < fast.info["adjoint_update_rows"] < model.m
     monkeypatch.setattr(mod, "INCREMENTAL_ADJOINT", False)
-    full = pdhg(model, certificate_tol=1e-4)
+    full = pdhg(model, tol=1e-4, residual_tol=1e-4)
     assert (fast.n_iter, fast.converged) == (full.n_iter, full.converged) and fast.converged
     np.testing.assert_allclose(fast.history, full.history, rtol=1e-9)
     assert abs(fast.lower_bound - full.lower_bound) <= 1e-9 * abs(full.lower_bound)

@@ -32,7 +32,7 @@ def near_solution():
     model = _model()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = pdhg(model, tol=1e-9, certificate_tol=1e-8, max_iter=20_000)
+        ref = pdhg(model, tol=1e-8, residual_tol=1e-9, max_iter=20_000)
         state = start_state(model)
         pdhg(model, state=state, max_iter=112, warn=False)
     assert ref.converged
@@ -106,9 +106,9 @@ def test_pdhg_with_the_polish_stops_no_later_with_a_valid_bound(near_solution, m
     import cvxmetric.solvers.pdhg as mod
 
     model, _, _, _, (_, p_up) = near_solution
-    with_polish = pdhg(model, certificate_tol=1e-4)
+    with_polish = pdhg(model, tol=1e-4, residual_tol=1e-4)
     monkeypatch.setattr(mod, "POLISH_CERTIFICATE", False)
-    without = pdhg(model, certificate_tol=1e-4)
+    without = pdhg(model, tol=1e-4, residual_tol=1e-4)
     for res in (with_polish, without):
         assert res.converged and res.lower_bound <= p_up
     assert with_polish.info["polishes"] >= 1 and without.info["polishes"] == 0
@@ -132,7 +132,7 @@ def test_on_the_data_span():
     assert U is not None and U.shape == (9, 8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = pdhg(model, tol=1e-9, certificate_tol=1e-8, max_iter=20_000)
+        ref = pdhg(model, tol=1e-8, residual_tol=1e-9, max_iter=20_000)
         state = start_state(model)
         pdhg(model, state=state, max_iter=128, warn=False)
     cand = state.last

@@ -11,7 +11,7 @@ from cvxmetric.certificates import relative_difference
 from cvxmetric.datasets import load_dataset
 from cvxmetric.orml import simulate_log_sessions
 from cvxmetric.problems import problem_class
-from cvxmetric.verification.cli import main
+from cvxmetric.problems.cli import main as check
 from cvxmetric.verification.tolerances import VALUE_AT_RTOL
 
 
@@ -240,14 +240,14 @@ def cli_files(tmp_path_factory, solved, data):
 
 
 def test_cli_check_optimal_is_exit_0_with_json(cli_files, capsys):
-    code = main(["check", "--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
+    code = check(["--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
                  str(cli_files / "M.npy"), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"] == "optimal" and out["problem"] == "mmc"
 
 
 def test_cli_check_suboptimal_is_exit_1(cli_files, capsys):
-    code = main(["check", "--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
+    code = check(["--problem", "mmc", "--data", str(cli_files / "pairs.npz"), "--matrix",
                  str(cli_files / "I.npy"), "--rtol", "1e-6"])
     assert code == 1 and "suboptimal" in capsys.readouterr().out
 
@@ -260,9 +260,20 @@ def test_cli_check_suboptimal_is_exit_1(cli_files, capsys):
 ])
 def test_cli_check_unusable_input_is_exit_2(cli_files, capsys, args, message):
     args = [a if not a.endswith(".npz") else str(cli_files / a) for a in args]
-    code = main(["check", *args, "--matrix", str(cli_files / "M.npy")])
+    code = check([*args, "--matrix", str(cli_files / "M.npy")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_the_harness_program_starts_the_check_command(cli_files):
+    """``python -m cvxmetric.verification check ...`` is the problems' command, through the program."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "cvxmetric.verification", "check", "--problem", "mmc", "--data",
+                        str(cli_files / "pairs.npz"), "--matrix", str(cli_files / "I.npy")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "suboptimal" in r.stdout, r.stderr
 
 
 # ------------------------------------------------------------------ a method added in one place
@@ -354,3 +365,20 @@ def test_the_check_your_solver_page_runs():
     assert namespace["itml"].check(namespace["M_itml"], rtol=1e-6).verdict == "optimal"
     verdicts = {name: namespace["mmc"].check(M, rtol=1e-6).verdict for name, M in namespace["candidates"].items()}
     assert verdicts == {"identity": "suboptimal", "perturbed optimum": "suboptimal", "indefinite": "infeasible"}
+
+
+def test_each_problem_default_is_its_facade_default():
+    """One default per method: a Problem's first algorithm is its ``solve_<method>`` facade's default."""
+    import inspect
+
+    from cvxmetric import solvers
+    from cvxmetric.problems import list_problems, problem_class
+
+    facades = {"lmnn": solvers.solve_lmnn, "qwise": solvers.solve_qwise, "fantope": solvers.solve_fantope,
+               "itml": solvers.solve_itml, "mmc": solvers.solve_mmc, "orml": solvers.solve_orml}
+    for name in list_problems():
+        if name not in facades:   # BoostMetric's default follows its loss (LOSS_METHODS)
+            continue
+        default = inspect.signature(facades[name]).parameters["method"].default
+        assert problem_class(name).methods[0] == default, name
+    assert solvers.solve_lmnn.__kwdefaults__["method"] == "pdhg" == solvers.solve_qwise.__kwdefaults__["method"]

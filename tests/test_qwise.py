@@ -68,7 +68,7 @@ def test_value_at_equals_numpy_objective_at_random_M(solved, case, seed):
 @pytest.mark.parametrize("case", FULL_CASES)
 def test_subgradient_solver_reaches_clarabel_optimum(solved, case, seed):
     inst, params, form, sol = solved(case, seed)
-    res = solve_qwise(inst.X, inst.constraints, **params)
+    res = solve_qwise(inst.X, inst.constraints, method="subgradient", **params)
     assert res.converged
     f_fast = form.value_at(res.M)
     assert _rel(res.objective, f_fast) <= VALUE_AT_RTOL
@@ -100,7 +100,7 @@ def test_checks_have_teeth(solved):
     """A broken or stopped-early solver is caught by the same checks."""
     inst, params, form, sol = solved("d10-pull", 0)
     with pytest.warns(ConvergenceWarning):
-        early = solve_qwise(inst.X, inst.constraints, max_iter=5, **params)
+        early = solve_qwise(inst.X, inst.constraints, method="subgradient", max_iter=5, **params)
     assert not early.converged
     assert (form.value_at(early.M) - sol.value) / max(1, abs(sol.value)) > GAP_FIRST_ORDER
     assert (form.value_at(1.2 * sol.point) - sol.value) / max(1, abs(sol.value)) > GAP_FIRST_ORDER
@@ -109,7 +109,7 @@ def test_checks_have_teeth(solved):
 
 def test_active_set_gives_same_answer(solved):
     inst, params, form, sol = solved("d20-frobenius", 1)
-    res = solve_qwise(inst.X, inst.constraints, active_set=True, recheck_every=5, **params)
+    res = solve_qwise(inst.X, inst.constraints, method="subgradient", active_set=True, recheck_every=5, **params)
     assert res.info["active_set"]
     assert (form.value_at(res.M) - sol.value) / max(1, abs(sol.value)) <= GAP_FIRST_ORDER
 
@@ -118,7 +118,7 @@ def test_iris_mixed_pairs_and_triplets():
     inst = get_instance("qwise", "iris-mixed")
     form = build_qwise(inst.X, inst.constraints, **inst.params)
     sol = form.solve("CLARABEL")
-    res = solve_qwise(inst.X, inst.constraints, **inst.params)
+    res = solve_qwise(inst.X, inst.constraints, method="subgradient", **inst.params)
     assert (form.value_at(res.M) - sol.value) / max(1, abs(sol.value)) <= GAP_FIRST_ORDER
 
 
@@ -211,6 +211,6 @@ def test_inputs_are_not_modified():
     M0 = 0.1 * np.eye(3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        solve_qwise(X, CS, M0=M0, max_iter=50)
+        solve_qwise(X, CS, method="subgradient", M0=M0, max_iter=50)
     np.testing.assert_array_equal(X, X5)
     np.testing.assert_array_equal(M0, 0.1 * np.eye(3))

@@ -77,6 +77,18 @@ def test_data_times_1e4_has_no_false_alarm(problem, family, name, solvers):
         assert row["verdict"] == "pass", (row["solver"], failed, row["errors"])
 
 
+def test_scs_difference_floors_at_its_accuracy_on_the_terms():
+    from cvxmetric.verification.tolerances import SCS_AGREEMENT_FLOOR, SOLVER_AGREEMENT_RTOL
+
+    # webpage-full x 1e4 as measured: 3.7e-2 of p*, within the floor's reading
+    assert harness.scs_difference(1.943e-8, 1.871e-8, None) == pytest.approx(0.0371, rel=1e-2)
+    assert 0.0 < harness.scs_difference(1.943e-8, 1.871e-8, 2.31) <= SOLVER_AGREEMENT_RTOL
+    # an optimum of the terms' size is untouched, and a wrong second opinion still fails
+    assert harness.scs_difference(0.80, 0.79, 2.31) == pytest.approx((0.80 - 0.79) / 0.80)
+    assert harness.scs_difference(0.79 + 1e-3, 0.79, 2.31) > SOLVER_AGREEMENT_RTOL
+    assert SCS_AGREEMENT_FLOOR * 2.31 < 1e-4
+
+
 def test_width_needed_proves_the_gap_or_keeps_the_truth_tolerance():
     from cvxmetric.certificates import Bounds
     from cvxmetric.formulations.ladder import CertifiedTruth
@@ -121,7 +133,7 @@ def starved_truth(monkeypatch):
 
 
 def _qwise_result(inst):
-    return solve_qwise(inst.X, inst.constraints, **inst.params)
+    return solve_qwise(inst.X, inst.constraints, method="subgradient", **inst.params)
 
 
 def test_a_starved_truth_is_undecided_not_fail(starved_truth):
@@ -161,3 +173,22 @@ def test_the_table_names_the_oracle_of_an_undecided_row():
     table = format_table([row])
     assert "UNDECIDED" in table and "oracle undecided: qwise/syn-d5/qwise-pdhg: truth_certified" in table
     assert "no verdict on the solver" in UNDECIDED_NOTE
+
+
+@pytest.mark.parametrize("problem, instance, method", [("lmnn", "iris-sub", "subgradient"), ("lmnn", "iris-sub", "pdhg"),
+                                                       ("mmc", "iris", "ascent"), ("orml", "syn-sessions", "pursuit")])
+def test_row_checks_read_only_named_result_fields(problem, instance, method):
+    """A result stripped of its solver-specific ``info`` gets the same row: every verdict reads the
+    contract's named fields (``M``, ``w``, ``objective``, ``working_set``, ...)."""
+    from cvxmetric.problems import bundled
+
+    p = bundled(problem, instance)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = p.solve(method)
+        full = p.verify(res)
+        bare = p.verify(dataclasses.replace(res, info={}), method=method)
+    assert full["checks"] == bare["checks"]
+    assert full["verdict"] == bare["verdict"] == "pass"
+    if problem == "lmnn":
+        assert "violated_outside_working_set" in full["checks"]

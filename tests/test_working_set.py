@@ -183,7 +183,7 @@ def test_lmnn_options_of_the_other_method_are_rejected(kw, match):
 def test_qwise_working_set_options():
     inst = get_instance("qwise", "syn-d5")
     with pytest.raises(ValueError, match="working_set=True applies to method='pdhg'"):
-        solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
+        solve_qwise(inst.X, inst.constraints, method="subgradient", working_set=True, **inst.params)
     with pytest.raises(TypeError, match="working_set must be True or False"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="yes", **inst.params)
     with pytest.raises(ValueError, match="ws_slack"):
@@ -278,7 +278,7 @@ def test_working_set_is_asked_for_and_only_with_pdhg():
     with pytest.raises(TypeError, match="working_set must be True or False"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set="auto", **inst.params)
     with pytest.raises(ValueError, match="applies to method='pdhg' only"):
-        solve_qwise(inst.X, inst.constraints, working_set=True, **inst.params)
+        solve_qwise(inst.X, inst.constraints, method="subgradient", working_set=True, **inst.params)
     y0 = np.zeros(len(inst.constraints))
     with pytest.raises(ValueError, match="y0"):
         solve_qwise(inst.X, inst.constraints, method="pdhg", working_set=True, y0=y0, **inst.params)

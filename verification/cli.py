@@ -22,10 +22,9 @@ without dask.distributed installed or with an unreachable scheduler).
 Standard output carries the report (the table, or the JSON with ``--json``) and nothing else:
 whatever a library or a worker writes to the process' stdout while the cases run goes to stderr.
 
-``check`` (:func:`check_main`) builds a :class:`cvxmetric.problems.Problem` from a data file and
-checks a point against its certified optimum; its exit status is 0 when the verdict is
-"optimal", 1 for "suboptimal", "infeasible" or "undecided" (the reason is printed), 2 for
-unusable input.
+``check`` is the problems' command (:mod:`cvxmetric.problems.cli`, started by this package's
+``__main__``): it builds a :class:`cvxmetric.problems.Problem` from a data file and checks a point
+against its certified optimum.
 
 Parallel runs spread whole cases (method x instance) over processes or machines; one problem is
 never split. The rows and their order are those of the serial run; only timings differ.
@@ -170,106 +169,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
-        if argv[:1] == ["check"]:
-            return check_main(argv[1:])
         return _main(argv)
-
-
-# ------------------------------------------------------------------------------ check
-def build_check_parser() -> argparse.ArgumentParser:
-    from cvxmetric.problems import list_problems, problem_class
-
-    p = argparse.ArgumentParser(prog="python -m cvxmetric.verification check",
-                                description="Check a metric (M, or w for ORML) learned on your own data against "
-                                            "the certified optimum of the same problem.")
-    p.add_argument("--problem", required=True, choices=list_problems(), help="the problem family")
-    keys = "; ".join(f"{name}: {', '.join(cls.data_keys)}"
-                     + (f" (+{', '.join(cls.optional_data_keys)})" if cls.optional_data_keys else "")
-                     for name, cls in ((n, problem_class(n)) for n in list_problems()))
-    p.add_argument("--data", required=True, metavar="FILE.npz", help=f"numpy .npz with the problem's arrays ({keys})")
-    p.add_argument("--matrix", required=True, metavar="FILE", help="the point: .npy or a text matrix")
-    p.add_argument("--rtol", type=_rtol, default=1e-6, help="relative tolerance of the verdict (default 1e-6)")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a parameter of the problem (repeatable), e.g. n_neighbors=3 or bounds=(1.0,4.0)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    return p
-
-
-#: ``--rtol``: a positive number.
-_rtol = argument_type(float, lambda v: v > 0 and np.isfinite(v), "a positive number", name="--rtol")
-
-
-def parse_param(text: str) -> tuple[str, object]:
-    """``NAME=VALUE`` of ``--param``: VALUE is a Python literal (number, tuple, None, ...) or else a string."""
-    import ast
-
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip().isidentifier():
-        raise ValueError(f"--param {text!r} must be NAME=VALUE, e.g. n_neighbors=3")
-    try:
-        parsed = ast.literal_eval(value.strip())
-    except (ValueError, SyntaxError):
-        parsed = value.strip()
-    return name.strip(), parsed
-
-
-def load_problem_data(path: str, problem_cls) -> dict:
-    """The arrays of ``--data``: the problem's required keys and the optional ones present.
-
-    Raises
-    ------
-    ValueError
-        A missing or unreadable file, or a missing key (named, with the keys the file holds).
-    """
-    import os
-
-    if not os.path.isfile(path):
-        raise ValueError(f"--data {path!r}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"--data {path!r} could not be read as a .npz file (numpy.savez): {exc}") from None
-    missing = [k for k in problem_cls.data_keys if k not in arrays]
-    if missing:
-        raise ValueError(f"--data {path!r} lacks {', '.join(missing)} for --problem {problem_cls.name} (it needs "
-                         f"{', '.join(problem_cls.data_keys)}; it holds {', '.join(sorted(arrays)) or 'nothing'})")
-    keys = problem_cls.data_keys + problem_cls.optional_data_keys
-    return {k: arrays[k] for k in keys if k in arrays}
-
-
-def check_main(argv: Sequence[str]) -> int:
-    """``python -m cvxmetric.verification check``: see the module docstring."""
-    import inspect
-
-    from cvxmetric.problems import problem_class
-
-    parser = build_check_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
-    try:
-        cls = problem_class(args.problem)
-        params = dict(parse_param(t) for t in args.param)
-        accepted = [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
-        unknown = sorted(set(params) - set(accepted) | (set(params) & set(cls.data_keys + cls.optional_data_keys)))
-        if unknown:
-            raise ValueError(f"--param {', '.join(unknown)}: not a parameter of --problem {args.problem}; its "
-                             f"parameters are {', '.join(n for n in accepted if n not in cls.data_keys)}")
-        data = load_problem_data(args.data, cls)
-        point = load_point(args.matrix, option="--matrix")
-        with foreign_output_redirected(to=2):
-            problem = cls(**data, **params)
-            report = problem.check(point, rtol=args.rtol)
-    except (ValueError, TypeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=1))
-    else:
-        print(report)
-    return 0 if report.optimal else 1
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:

@@ -31,6 +31,15 @@ VALUE_AT_RTOL = 1e-9
 #: this much above the interval's upper end, relatively. SCS runs at eps 1e-9 on the normalized
 #: twin (cvxmetric.formulations.ladder); a first-order method's point, projected, keeps a ~1e-5 excess.
 SOLVER_AGREEMENT_RTOL = 1e-4
+#: ... relative to the larger of the two values, or, for an optimum far below the size of the
+#: objective's terms, to SCS_AGREEMENT_FLOOR times that size (``Formulation.reference_value``, the
+#: objective at M = 0): SCS's tolerances (eps 1e-9) are relative to the size of the data, so its
+#: value is accurate to ~1e-9 of the terms, not of p*. The floor is the size at which an error of
+#: 1e-9 of the terms reads as SOLVER_AGREEMENT_RTOL: 1e-9 / 1e-4. Measured on Qwise webpage-full with
+#: X x 1e4: p* = 1.87e-8 beside terms of 2.31 (every quadruplet met by a metric of trace ~1e-8),
+#: SCS 7.2e-10 above it (3.1e-10 of the terms): 3.7e-2 relative to p*, 3.1e-5 against the floor.
+#: Where p* is of the terms' size the floor does not act (every default instance).
+SCS_AGREEMENT_FLOOR = 1e-9 / SOLVER_AGREEMENT_RTOL
 
 #: BoostMetric exp/logistic ground truth: Clarabel's duals y of the margin constraints against the
 #: weights u(rho) of its own point (the stationarity in rho), relative to the largest weight.

@@ -21,7 +21,7 @@ DEFAULT_NU = {"exp": 0.01, "logistic": 1.0}
 
 #: Per-data-set overrides, from the problem, not from any solver's status. The exponential-loss
 #: problem (8) is bounded below iff nu >= lambda* = min over the simplex of lambda_max(sum_r u_r A_r)
-#: (the best worst margin of a trace-one X; :func:`cvxmetric.boostmetric.lambda_max_column_generation`
+#: (the best worst margin of a trace-one X; :func:`cvxmetric.solvers.boostmetric_lp.lambda_max_column_generation`
 #: with cap 1), and its certificate needs the slack nu - lambda* (design §5.6). Measured lambda* on
 #: the 60-point samples, seeds 0-4: iris -0.077 .. -0.013, circles -0.84 .. -0.59 (below 0: no
 #: metric satisfies every triplet, any nu > 0 is fine) and wine 0.38 .. 0.95 (13 dimensions, 60

@@ -15,7 +15,7 @@ from ..tolerances import GAP_FIRST_ORDER
 #: The thresholds of LMNN's solvers (``solve_lmnn(method=...)``). Both stop on the certified gap of
 #: the full triplet set, so the fast-point KKT residual is reported, not checked
 #: (tolerances.KKT_FAST_FIRST_ORDER): PDHG's working set stops at its first point certified within
-#: certificate_tol, and with the complementarity polish of its certificate that comes before its
+#: tol, and with the complementarity polish of its certificate that comes before its
 #: residual test (iris-sub seed 0: 64 iterations, certified 6.7e-4, gap to the truth 5.5e-4, fast
 #: KKT residual 0.14), as for Qwise's working set (``qwise.TOLERANCES["pdhg-ws"]``).
 TOLERANCES = {"subgradient": Thresholds(GAP_FIRST_ORDER, None),
@@ -31,10 +31,12 @@ def _build(inst):
 
 
 def _fast(inst):
-    return [FastSolver("lmnn-search", lambda i: solve_lmnn(i.X, i.y, impostors="search", **_params(i)),
+    return [FastSolver("lmnn-search", lambda i: solve_lmnn(i.X, i.y, method="subgradient",
+                                                                     impostors="search", **_params(i)),
                        *TOLERANCES["subgradient"]),
             FastSolver("lmnn-materialised",
-                       lambda i: solve_lmnn(i.X, i.y, impostors="materialised", **_params(i)),
+                       lambda i: solve_lmnn(i.X, i.y, method="subgradient", impostors="materialised",
+                                            **_params(i)),
                        *TOLERANCES["subgradient"]),
             FastSolver("lmnn-pdhg", lambda i: solve_lmnn(i.X, i.y, method="pdhg", **_params(i)),
                        *TOLERANCES["pdhg"])]
@@ -46,8 +48,9 @@ def _kkt_fast(form, point):
 
 def _extra_checks(form, inst, res, truth):
     """Certification on the full triplet set, by brute force over the formulation's triplets:
-    the number of triplets violated at the returned M that are missing from the working set."""
-    if res.info.get("impostors") != "search":   # lmnn-search and lmnn-pdhg grow a working set
+    the number of triplets violated at the returned M that are missing from the working set
+    (``result.working_set``: lmnn-search and lmnn-pdhg grow one)."""
+    if res.working_set is None:
         return {}
     n = inst.X.shape[0]
 
@@ -55,7 +58,7 @@ def _extra_checks(form, inst, res, truth):
         return (idx[:, 0] * n + idx[:, 1]) * n + idx[:, 3]
 
     violated = form.model.constraints.idx[form.model.margins(res.M) > 0]
-    working = res.info["model"].constraints.idx
+    working = res.working_set.idx
     missing = int(np.sum(~np.isin(codes(violated), codes(working)))) if violated.size else 0
     return {"violated_outside_working_set": (float(missing), 0.0)}
 

@@ -85,7 +85,7 @@ def _psd_ratio(A: np.ndarray) -> float:
 def _extra_checks(form, inst, res, truth):
     model = form.model
     out = {}
-    fast = res.info["direction_values"]
+    fast = direction_values(form, res.w)
     if truth is not None and truth.point is not None:
         upper = direction_values(form, truth.point)
         w = np.asarray(truth.point, dtype=np.float64)

@@ -29,13 +29,14 @@ def _fast(inst):
         return [FastSolver("qwise-vector-newton",
                            lambda i: solve_qwise_vector(i.X, i.constraints, **i.params),
                            GAP_NEWTON, KKT_FAST_NEWTON)]
-    return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, **i.params),
+    return [FastSolver("qwise-subgradient", lambda i: solve_qwise(i.X, i.constraints, method="subgradient",
+                                                                  **i.params),
                        *TOLERANCES["subgradient"]),
             FastSolver("qwise-pdhg", lambda i: solve_qwise(i.X, i.constraints, method="pdhg", working_set=False,
                                                            **i.params),
                        *TOLERANCES["pdhg"]),
             # the working set stops as soon as the full problem's certified gap is within
-            # certificate_tol, earlier than plain PDHG's residual test; at such points the
+            # tol, earlier than plain PDHG's residual test; at such points the
             # fast-point KKT residual of this nonsmooth problem is no optimality measure (syn-d20 seed 1: certified 4e-4, rel. gap 3e-4, KKT 0.13),
             # so, as for the subgradient row, it is reported and the certified gap is checked
             FastSolver("qwise-pdhg-ws",

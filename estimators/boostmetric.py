@@ -27,11 +27,13 @@ class BoostMetric(PointsLearner):
     Parameters
     ----------
     loss : {"exp", "logistic", "hinge"}
-    nu : float, optional
-        Trace weight (exp / logistic) or the hinge's slack weight (>= 1 / number of triplets).
-        Default: the benchmarks' choice — 0.01 (exp), 1 (logistic), ``1 / (0.1 m)`` (hinge:
-        the mean of the 10 % smallest margins). The exponential loss is bounded below only for
-        ``nu`` above the best worst margin (separable data need a larger ``nu``).
+    trace_weight : float, optional
+        exp and logistic: the weight of tr M (the paper's :math:`\nu`). Default: the benchmarks'
+        choice, 0.01 (exp), 1 (logistic). The exponential loss is bounded below only for a trace
+        weight above the best worst margin (separable data need a larger one). Rejected for the hinge.
+    slack_weight : float, optional
+        The hinge: the weight of the slacks (the paper's :math:`\nu`, >= 1 / number of triplets).
+        Default ``1 / (0.1 m)`` (the mean of the 10 % smallest margins). Rejected for exp and logistic.
     n_neighbors, n_impostors : int
         Neighbours per point that make the triplets (paper: 3 and 3).
     solver : {"projected_gradient", "totally_corrective", "stagewise", "column_generation", "cvxpy"} or None
@@ -52,15 +54,16 @@ class BoostMetric(PointsLearner):
     The exp and logistic problems depend on the data's units: scaling X by s scales the margins
     by :math:`s^2` while the loss and :math:`\nu` stay fixed. As s shrinks, :math:`M = 0` becomes
     optimal (no direction's margin gain pays its trace); as s grows, the trace weight becomes
-    negligible and M grows. Scaling ``nu`` by :math:`s^2` with the data gives the same problem. The
+    negligible and M grows. Scaling ``trace_weight`` by :math:`s^2` with the data gives the same problem. The
     hinge problem (trace one) does not depend on s. The default solver certifies its answer
     at every scale (it runs on the data divided by a power of two, an exact change of units).
     """
 
-    def __init__(self, loss="logistic", nu=None, n_neighbors=3, n_impostors=3, solver=None, tol=None, max_iter=None,
+    def __init__(self, loss="logistic", trace_weight=None, slack_weight=None, n_neighbors=3, n_impostors=3, solver=None, tol=None, max_iter=None,
                  solver_options=None, preprocessor=None, random_state=None):
         self.loss = loss
-        self.nu = nu
+        self.trace_weight = trace_weight
+        self.slack_weight = slack_weight
         self.n_neighbors = n_neighbors
         self.n_impostors = n_impostors
         self.solver = solver
@@ -75,5 +78,6 @@ class BoostMetric(PointsLearner):
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}; got {self.loss!r}")
         X, y = points_and_labels(self, X, y)
-        return self._fit_problem(problems.BoostMetric(X, y, loss=self.loss, nu=self.nu, n_neighbors=self.n_neighbors,
+        return self._fit_problem(problems.BoostMetric(X, y, loss=self.loss, trace_weight=self.trace_weight,
+                                                      slack_weight=self.slack_weight, n_neighbors=self.n_neighbors,
                                                       n_impostors=self.n_impostors))

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from cvxmetric._checks import as_data_matrix, as_labels
 
-from ._base import Problem, instance_name, solver_options
 from cvxmetric.instances import Instance
+from cvxmetric.solvers.lmnn import DEFAULT_METHOD, METHODS as LMNN_METHODS
+
+from ._base import Problem, instance_name, ordered_methods, solver_options
 
 __all__ = ["LMNN"]
 
@@ -37,10 +39,8 @@ class LMNN(Problem):
     """
 
     name = "lmnn"
-    # PDHG first: on separable data (30 blobs points, small optimum, many tight triplets) the
-    # subgradient engine was measured to stop uncertified at its 20,000-iteration limit (3.8 s,
-    # certified gap 3.6e-3) where PDHG certifies a 1.5e-7 gap in 0.07 s
-    methods = ("pdhg", "subgradient")
+    # the facade's algorithms, its default (cvxmetric.solvers.lmnn.DEFAULT_METHOD) first
+    methods = ordered_methods(LMNN_METHODS, DEFAULT_METHOD)
     data_keys = ("X", "y")
 
     def __init__(self, X, y, n_neighbors=3, regularization=0.5, margin=1.0):

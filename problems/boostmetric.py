@@ -19,9 +19,12 @@ class BoostMetric(Problem):
     y : array_like, shape (n,)
         Class labels.
     loss : {"exp", "logistic", "hinge"}
-    nu : float, optional
-        Trace weight (exp, logistic) or slack cap (hinge); default per loss
-        (:data:`cvxmetric.instances.boostmetric.DEFAULT_NU`, hinge: ``1 / round(HINGE_TAIL * m)``).
+    trace_weight : float, optional
+        exp and logistic: the weight :math:`\nu` of :math:`\mathrm{tr}\,M` (default
+        :data:`cvxmetric.instances.boostmetric.DEFAULT_NU`); rejected for the hinge.
+    slack_weight : float, optional
+        The hinge: the weight :math:`\nu \ge 1/m` of the slacks (default ``1 / round(HINGE_TAIL * m)``);
+        rejected for exp and logistic.
     n_neighbors, n_impostors : int
         Same-class targets and other-class impostors per point
         (:func:`cvxmetric.generators.triplets_from_labels`).
@@ -39,18 +42,22 @@ class BoostMetric(Problem):
     methods = ("projected_gradient", "totally_corrective", "column_generation", "stagewise")
     data_keys = ("X", "y")
 
-    def __init__(self, X, y, loss="logistic", nu=None, n_neighbors=3, n_impostors=3):
+    def __init__(self, X, y, loss="logistic", trace_weight=None, slack_weight=None, n_neighbors=3, n_impostors=3):
         from cvxmetric.generators import triplets_from_labels
         from cvxmetric.instances.boostmetric import DEFAULT_NU, HINGE_TAIL
+        from cvxmetric.solvers.boostmetric import paper_nu
 
         if loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}; got {loss!r}")
         X = as_data_matrix(X, "X", min_rows=2)
         y = as_labels(y, X.shape[0], "y")
         triplets = triplets_from_labels(X, y, n_neighbors=n_neighbors, n_impostors=n_impostors)
-        if nu is None:
-            nu = 1.0 / max(1, int(round(HINGE_TAIL * len(triplets)))) if loss == "hinge" else DEFAULT_NU[loss]
-        params = {"loss": loss, "nu": float(nu)}
+        if loss == "hinge" and slack_weight is None and trace_weight is None:
+            slack_weight = 1.0 / max(1, int(round(HINGE_TAIL * len(triplets))))
+        elif loss != "hinge" and trace_weight is None and slack_weight is None:
+            trace_weight = DEFAULT_NU[loss]
+        # the instance keeps the paper's nu (the harness' name); the facade takes it by its meaning
+        params = {"loss": loss, "nu": paper_nu(loss, trace_weight, slack_weight)}
         super().__init__(Instance("boostmetric", instance_name("boostmetric", X, triplets, params), X, triplets,
                                   params=params, y=y))
 
@@ -60,5 +67,7 @@ class BoostMetric(Problem):
 
     def _run(self, method, tol, max_iter, random_state, options):
         from cvxmetric.solvers import solve_boostmetric
-        return solve_boostmetric(self.X, self.constraints, method=method, **self.params,
+        from cvxmetric.solvers.boostmetric import weight_keyword
+        loss, nu = self.params["loss"], self.params["nu"]
+        return solve_boostmetric(self.X, self.constraints, loss=loss, method=method, **weight_keyword(loss, nu),
                                  **solver_options(tol, max_iter, **options))

@@ -72,9 +72,3 @@ class ORML(Problem):
         """``U.T``: the directions of the pursuit rebuilt from the result's coefficients ``w``."""
         from cvxmetric.solvers.orml import pursuit_directions
         return pursuit_directions(self.model(), result.w).T.copy()
-
-    def _exact_fields(self, form, point):
-        from cvxmetric.formulations.orml import direction_values
-        U = np.column_stack([Vd @ point[s] for Vd, s in zip(form.info["bases"], form.info["blocks"])])
-        return {"U": U, "A": U @ U.T, "direction_values": direction_values(form, point)}, {}
-

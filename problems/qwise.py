@@ -10,7 +10,9 @@ from cvxmetric._checks import as_data_matrix, as_index_array
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.instances import Instance
 
-from ._base import Problem, instance_name, solver_options
+from cvxmetric.solvers.qwise import QWISE_DEFAULT_METHOD, QWISE_METHODS
+
+from ._base import Problem, instance_name, ordered_methods, solver_options
 
 __all__ = ["Qwise", "Fantope", "QWISE_REGULARIZERS"]
 
@@ -55,7 +57,8 @@ class Qwise(Problem):
     """
 
     name = "qwise"
-    methods = ("pdhg", "subgradient")
+    # the facade's algorithms, its default (cvxmetric.solvers.qwise.QWISE_DEFAULT_METHOD) first
+    methods = ordered_methods(QWISE_METHODS, QWISE_DEFAULT_METHOD)
     # solve(method="pdhg", working_set=True) runs PDHG on a working set: its result is held to the
     # harness' working-set row
     result_variants = {"qwise-pdhg-ws": "pdhg-ws"}

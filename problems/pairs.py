@@ -152,10 +152,6 @@ class MMC(Problem):
         from cvxmetric.solvers import solve_mmc
         return solve_mmc(self.X, self.constraints, method=method, **solver_options(tol, max_iter, **options))
 
-    def _exact_fields(self, form, point):
-        # the max-form value of the point's ray (g is 1/2-homogeneous): g(M) / sqrt(<M, C_S>)
-        return {"p_max": form.model.dissimilar_sum(point) / np.sqrt(form.value_at(point))}, {}
-
 
 class MMCDiagonal(MMC):
     r"""MMC over diagonal metrics :math:`M = \operatorname{diag}(a)` (metric-learn's ``MMC(diagonal=True)``).
@@ -190,8 +186,3 @@ class MMCDiagonal(MMC):
     def _run(self, method, tol, max_iter, random_state, options):
         from cvxmetric.solvers import solve_mmc_diagonal
         return solve_mmc_diagonal(self.X, self.constraints, method=method, **solver_options(tol, max_iter, **options))
-
-    def _exact_fields(self, form, point):
-        a = np.diag(point)
-        return {"a": form.model.make_feasible(a),
-                "p_max": form.model.dissimilar_sum(a) / np.sqrt(form.model.similar_sum(a))}, {}

@@ -88,6 +88,13 @@ def instance_name(kind: str, X: np.ndarray, *parts) -> str:
     return f"{kind}-fit-{h.hexdigest()[:12]}"
 
 
+def ordered_methods(methods, default: str) -> tuple:
+    """The algorithm names of a facade's ``methods`` table, its ``default`` first (a Problem's :attr:`Problem.methods`)."""
+    if default not in methods:
+        raise ValueError(f"the default method {default!r} is not one of {tuple(methods)}")
+    return (default,) + tuple(m for m in methods if m != default)
+
+
 def solver_options(tol, max_iter, *, max_iter_name: Optional[str] = "max_iter", **options) -> dict:
     """The keyword options of a facade call: ``options`` plus ``tol`` and ``max_iter`` when given."""
     out = dict(options)
