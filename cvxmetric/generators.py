@@ -238,6 +238,12 @@ def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
     q = sample_quadruplet_indices(X.shape[0], m, rng)
     dij, dkl = _pair_distances_under(X, T, q)
     keep = dij != dkl
+    if m > 0 and not np.any(keep):
+        raise ValueError(
+            f"all {m} sampled quadruplets are exact ties under T (D_T(i, j) == D_T(k, l)), so none "
+            "can be oriented: T is zero or X is constant along the range of T (e.g. duplicate rows); "
+            "pass a non-zero T that separates the points of X"
+        )
     if not np.all(keep):
         q, dij, dkl = q[keep], dij[keep], dkl[keep]
     swap = dij > dkl
