@@ -20,15 +20,17 @@ step from the returned point, by the eigensolver the solver would choose; K M at
 point through its rank-r factor where the solver uses it; and K* y as the run's steps computed it,
 the full product or the update over the multipliers that changed, in the run's proportions), their
 ratio, the same floor
-through difference vectors (one (d x d) product per constraint half), and the
+through difference vectors (one (d x d) product per constraint half; timed on at most
+``DIFFERENCES_FLOOR_ROWS`` constraints and scaled to all), and the
 certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
 solver's own certified lower bound), and the seconds until the best point and bound so far first
 certified 1e-3 (at a check), the certificate's complementarity polishes and targeted repairs
 (counts, and their seconds together), the ratio per iteration / floor without the one-time work
 (``steps x fl.``: the solve's time less the certificate's polishes and repairs and less the cold
-start, whose power iteration sets the first step size), and the ratio per iteration / floor in CPU
+start, whose power iteration sets the first step size), the ratio per iteration / floor in CPU
 seconds of the process (robust to a loaded machine, where the wall-clock ratio is not: the floor is
-the best of a few repeats, the solve pays every wait for a core). With ``--peers``, SCS (at its default accuracy, eps 1e-4, as
+the best of a few repeats, the solve pays every wait for a core), and the peak resident memory of
+the size (``ru_maxrss`` of a child process that builds, solves and times it alone). With ``--peers``, SCS (at its default accuracy, eps 1e-4, as
 a user runs it) and Clarabel (the project's ground-truth settings) solve the cvxpy twin in a child
 process killed after ``--peer-cap`` seconds; their rows give the time, our speed-up, and their
 objective's gap to our certified lower bound. Sizes where a peer is known not to fit (measured:
@@ -45,6 +47,7 @@ import argparse
 import math
 import multiprocessing
 import os
+import resource
 import time
 import warnings
 from dataclasses import dataclass
@@ -65,6 +68,10 @@ PEER_CAP = 600.0
 TIME_LIMIT = 600.0
 #: Repetitions of each floor product (the best is kept: the load only ever adds time).
 FLOOR_REPEATS = 5
+#: The floor through difference vectors is timed on at most this many constraints and scaled to all
+#: of them (its cost is linear in the rows, O(m d^2)): the (m, d) difference vectors of all rows
+#: would take 8 GB at 10^7 constraints and d = 50, more than the solve itself.
+DIFFERENCES_FLOOR_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,7 @@ SIZES = {
     "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002, note=_TOO_BIG.format(nnz=1.275e9, times=25)),
     "d500-m1e4": Size(500, 2000, 10_000, seed=5003, note=_TOO_BIG.format(nnz=1.25e9, times=25)),
     "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98)),
+    "d50-m1e7": Size(50, 20_000, 10_000_000, seed=5010, note=_TOO_BIG.format(nnz=1.275e10, times=250)),
 }
 QUICK = {"quick-d10": Size(10, 200, 3000, seed=7, peers_fit=True)}
 
@@ -162,10 +170,12 @@ def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1,
     t_K = _best_time(lambda: op.apply(Mp, eig=(lam, V)))
     t_Kt = adjoint_step()
     t_eig = _best_time(project)
-    # the same products through one difference vector per constraint (O(m d^2), the other exact form)
-    geom, y_unscaled = model.geometry, np.asarray(y)
-    t_diff = _best_time(lambda: geom.values(Mp, path="differences"), 2) \
-        + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
+    # the same products through one difference vector per constraint (O(m d^2), the other exact form),
+    # on at most DIFFERENCES_FLOOR_ROWS rows, scaled to all
+    rows = min(model.m, DIFFERENCES_FLOOR_ROWS)
+    geom, y_rows = model.geometry.subset(np.arange(rows)), np.asarray(y)[:rows]
+    t_diff = (_best_time(lambda: geom.values(Mp, path="differences"), 2)
+              + _best_time(lambda: geom.weighted_sum(y_rows, path="differences"), 2)) * (model.m / rows)
     # the same three in CPU seconds of this process (one BLAS thread): the time waiting for a core on
     # a loaded machine is left out of both the floor and the solve's CPU time per iteration
     cpu = time.process_time
@@ -206,6 +216,43 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
             "cpu_ms_iter": 1e3 * cpu / max(res.n_iter, 1)}
 
 
+def _ours_child(name: str, size: Size, time_limit: float, queue) -> None:
+    row = {k: v for k, v in run_ours(name, size, time_limit).items() if k != "inst"}
+    row["peak_gb"] = peak_memory_gb()
+    queue.put(row)
+
+
+def peak_memory_gb() -> float:
+    """Peak resident memory of this process so far, GB (``ru_maxrss``, kilobytes on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def run_measured(name: str, size: Size, time_limit: float) -> dict:
+    """:func:`run_ours` in a forked child process, with its peak resident memory (``"peak_gb"``): the
+    size's own, whatever ran before it in this process. A daemon worker (``--dask``) may not start
+    children: there the row runs in the worker and its peak is the worker's so far."""
+    if multiprocessing.current_process().daemon:
+        row = {k: v for k, v in run_ours(name, size, time_limit).items() if k != "inst"}
+        row["peak_gb"] = peak_memory_gb()
+        return row
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_ours_child, args=(name, size, time_limit, queue))
+    proc.start()
+    try:
+        while True:
+            try:
+                row = queue.get(timeout=5.0)
+                break
+            except Exception:   # queue.Empty: still running, unless the child died (e.g. out of memory)
+                if not proc.is_alive():
+                    raise RuntimeError(f"the child process of size {name} exited with code {proc.exitcode} "
+                                       "before its row was sent") from None
+    finally:
+        proc.join()
+    return row
+
+
 def _peer_child(name: str, size: Size, solver: str, queue) -> None:
     from threadpoolctl import threadpool_limits
 
@@ -244,7 +291,7 @@ def run_peer(name: str, size: Size, solver: str, cap: float) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'iters':>6s} "
-          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s}  status  "
+          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s} {'peak GB':>7s}  status  "
           f"(floor: K M [path, rank] + K* y [path] + eigh)")
     for r in rows:
         s, fl = r["size"], r["floor"]
@@ -257,7 +304,7 @@ def print_table(rows: list[dict]) -> None:
         print(f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} {r['iters']:6d} "
               f"{r['ms_iter']:8.2f} {1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} "
               f"{steps_ratio:11.2f} "
-              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f}  "
+              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f} {r['peak_gb']:7.2f}  "
               f"{r['status']}  ({1e3 * fl['K']:.1f} [{fl['path_K']}, r={fl['rank']}] + {1e3 * fl['Kt']:.1f} "
               f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f})", flush=True)
 
@@ -304,11 +351,11 @@ def size_row(task) -> dict:
     """One row of the sweep: our solve of one size, its floor, and the peers at that size (printed);
     the row without its instance (a worker sends it back)."""
     name, size, time_limit, peers, peer_cap = task
-    r = run_ours(name, size, time_limit)
+    r = run_measured(name, size, time_limit)
     print_table([r])
     if peers:
         print_peers(r, {s: (run_peer(name, size, s, peer_cap) if size.peers_fit else None) for s in ("SCS", "CLARABEL")})
-    return {k: v for k, v in r.items() if k != "inst"}
+    return r
 
 
 def main(argv=None) -> int:

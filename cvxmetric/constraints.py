@@ -41,7 +41,8 @@ class ConstraintSet:
     Parameters
     ----------
     idx : ndarray of int, shape (m, 4)
-        Rows ``(i, j, k, l)`` indexing the rows of a data matrix ``X``.
+        Rows ``(i, j, k, l)`` indexing the rows of a data matrix ``X``; stored as int32 when every
+        index is below 2^31 (:func:`cvxmetric._checks.index_dtype`), else int64.
     delta : ndarray of float, shape (m,)
         Margins :math:`\delta_q`.
     weight : ndarray of float, shape (m,)
@@ -55,7 +56,8 @@ class ConstraintSet:
               \qquad C_{ij} = (x_i - x_j)(x_i - x_j)^\top .
 
     Build sets with :meth:`from_quadruplets`, :meth:`from_triplets`, :meth:`from_pairs` and
-    combine them with :meth:`concatenate` (or ``+``). Arrays are stored read-only.
+    combine them with :meth:`concatenate` (or ``+``). Arrays are stored read-only. Arithmetic on
+    indices that can overflow int32 (a key ``(i * n + j) * n + l``) casts to int64 first.
     """
 
     idx: np.ndarray
@@ -63,7 +65,7 @@ class ConstraintSet:
     weight: np.ndarray
 
     def __post_init__(self):
-        idx = as_index_array(self.idx, 4, "idx")
+        idx = as_index_array(self.idx, 4, "idx", compact=True)
         m = idx.shape[0]
         delta = broadcast_vector(self.delta, m, "delta")
         weight = broadcast_vector(self.weight, m, "weight")

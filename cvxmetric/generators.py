@@ -250,7 +250,10 @@ def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
     if flip_fraction > 0:
         flip = rng.random(q.shape[0]) < flip_fraction
         swap ^= flip
-    q[swap] = q[swap][:, [2, 3, 0, 1]]
+    for c in (0, 1):   # swap the pairs (i, j) and (k, l) of the rows ``swap``, column by column
+        first = q[:, c].copy()
+        np.copyto(q[:, c], q[:, c + 2], where=swap)
+        np.copyto(q[:, c + 2], first, where=swap)
     return ConstraintSet.from_quadruplets(q, delta=delta)
 
 
