@@ -664,7 +664,8 @@ class QuadrupletGeometry:
         a zero difference, for a degenerate half); built once."""
         if self._ends is None:
             table, pu, pv = self.pair_table()
-            pa, pb = np.append(table.pa, 0), np.append(table.pb, 0)
+            slot = np.zeros(1, dtype=table.pa.dtype)   # the zero slot P of a degenerate half
+            pa, pb = np.concatenate([table.pa, slot]), np.concatenate([table.pb, slot])
             self._ends = (pa[pu], pb[pu], pa[pv], pb[pv])
         return self._ends
 
