@@ -248,17 +248,21 @@ def as_index_array(idx, width: int, name: str, *, n: int | None = None, compact:
             q = tuple(int(v) for v in np.argwhere(~whole)[0])
             raise TypeError(f"{name} must hold integer row indices; entry {q} is {_plain(arr[q])!r}: "
                             f"pass whole numbers (e.g. {name}.astype(int) if they are)")
-    out = np.array(arr, dtype=np.int64, copy=True)
-    if np.any(out < 0):
-        q = int(np.argmax(np.any(out < 0, axis=1)))
-        raise ValueError(f"{name} row {q} = {_plain(out[q])} holds a negative index; indices must be "
-                         "non-negative row numbers of X, counted from 0")
-    if n is not None and np.any(out >= n):
-        q = int(np.argmax(np.any(out >= n, axis=1)))
-        raise ValueError(f"{name} row {q} = {_plain(out[q])} indexes a row >= n = {n} (X has only n rows)")
-    if compact:
-        out = out.astype(index_dtype(out.max()), copy=False)
-    return out
+    # the range first, on the input, so that the one copy has its final dtype
+    if arr.min() < 0:
+        q = int(np.argmax(np.any(arr < 0, axis=1)))
+        raise ValueError(f"{name} row {q} = {_plain(arr[q].astype(np.int64))} holds a negative index; indices "
+                         "must be non-negative row numbers of X, counted from 0")
+    largest = int(arr.max())
+    if largest > np.iinfo(np.int64).max or (n is not None and largest >= n):
+        bound = np.iinfo(np.int64).max if n is None else n - 1
+        q = int(np.argmax(np.any(arr > bound, axis=1)))
+        if n is None:
+            raise ValueError(f"{name} row {q} holds the index {int(arr[q].max())}, beyond int64; indices are "
+                             "row numbers of X")
+        raise ValueError(f"{name} row {q} = {_plain(arr[q].astype(np.int64))} indexes a row >= n = {n} "
+                         "(X has only n rows)")
+    return np.array(arr, dtype=index_dtype(largest) if compact else np.int64, copy=True)
 
 
 def zero_length_mask(diffs, X) -> np.ndarray:

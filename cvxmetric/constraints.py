@@ -87,19 +87,19 @@ class ConstraintSet:
     @classmethod
     def from_quadruplets(cls, quadruplets, delta=1.0, weight=1.0) -> "ConstraintSet":
         """Quadruplets ``(i, j, k, l)`` asking ``D(k, l) >= D(i, j) + delta``."""
-        return cls(as_index_array(quadruplets, 4, "quadruplets"), delta, weight)
+        return cls(as_index_array(quadruplets, 4, "quadruplets", compact=True), delta, weight)
 
     @classmethod
     def from_triplets(cls, triplets, delta=1.0, weight=1.0) -> "ConstraintSet":
         """Triplets ``(i, j, k)``: "i is closer to j than to k", i.e. ``D(i, k) >= D(i, j) + delta``."""
-        t = as_index_array(triplets, 3, "triplets")
+        t = as_index_array(triplets, 3, "triplets", compact=True)
         return cls(np.column_stack([t[:, 0], t[:, 1], t[:, 0], t[:, 2]]), delta, weight)
 
     @classmethod
     def from_pairs(cls, pairs, *, similar: bool, bound, weight=1.0) -> "ConstraintSet":
         """Similar pairs (``D(i, j) <= bound``) or dissimilar pairs (``D(i, j) >= bound``)."""
         similar = check_bool(similar, "similar")
-        p = as_index_array(pairs, 2, "pairs")
+        p = as_index_array(pairs, 2, "pairs", compact=True)
         if np.any(p[:, 0] == p[:, 1]):
             q = int(np.argmax(p[:, 0] == p[:, 1]))
             raise ValueError(f"pair {q} = {tuple(p[q].tolist())} joins a point to itself; remove it")
