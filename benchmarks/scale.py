@@ -11,7 +11,9 @@ Run from the repository root::
 Instances: the harness' synthetic target-metric quadruplets (:func:`cvxmetric.instances.qwise.synthetic_qwise`:
 x ~ U[0,1)^d, quadruplets labelled by a rank-10 target metric, 10 % flipped), trace regularizer,
 C_Q = 1. ``d50-m1e4`` is the harness instance ``syn-d50-m10000`` (8,000 points); the larger sizes
-put many constraints on few points (2,000), the setting of the shared-point operators.
+put many constraints on few points (2,000), the setting of the shared-point operators; ``d50-m1e7``
+puts 10^7 on 20,000 points (1.9 x 10^7 distinct pairs of the 2 x 10^8 there are: the pair table
+then saves memory, not products).
 
 For each size it prints the build time (data, model, pair table), the solve time, the iterations,
 the milliseconds per iteration beside the measured **floor** (the products one iteration cannot
