@@ -365,7 +365,8 @@ class QuadrupletGeometry:
         return self._V
 
     def _half_differences(self, rows: np.ndarray, first: int) -> np.ndarray:
-        """``X[idx[rows, first]] - X[idx[rows, first + 1]]``, formed in place block by block."""
+        """``X[idx[rows, first]] - X[idx[rows, first + 1]]``, shape (len(rows), d), formed in place
+        block by block (exactly 0 for a degenerate half)."""
         idx = self.constraints.idx
         out = np.empty((rows.size, self.d))
         for s in range(0, rows.size, GATHER_CHUNK):
@@ -594,10 +595,10 @@ class QuadrupletGeometry:
             return table.laplacian_form(w)
         G = np.zeros((self.d, self.d))
         if np.any(ku):
-            Uk, _ = self.difference_vectors(rows[ku])
+            Uk = self._half_differences(rows[ku], 0)
             G += (Uk * coef[ku, None]).T @ Uk
         if np.any(kv):
-            _, Vk = self.difference_vectors(rows[kv])
+            Vk = self._half_differences(rows[kv], 2)
             G -= (Vk * coef[kv, None]).T @ Vk
         return 0.5 * (G + G.T)
 
@@ -680,13 +681,8 @@ class QuadrupletGeometry:
         r"""The difference vectors :math:`u = x_i - x_j` and :math:`w = x_k - x_l` of ``rows``
         (:math:`A_q = u u^\top - w w^\top`), each of shape (len(rows), d), gathered from ``X``; a
         degenerate half (:math:`x_i - x_i`) is exactly 0."""
-        idx = self.constraints.idx[np.asarray(rows, dtype=np.intp)]
-        out = []
-        for first in (0, 2):
-            D = np.take(self.X, idx[:, first], axis=0)
-            D -= np.take(self.X, idx[:, first + 1], axis=0)
-            out.append(D)
-        return out[0], out[1]
+        rows = np.asarray(rows, dtype=np.intp)
+        return self._half_differences(rows, 0), self._half_differences(rows, 2)
 
     def frobenius_norms(self) -> np.ndarray:
         r""":math:`\|A_q\|_F = \|u u^\top - v v^\top\|_F = \sqrt{|u|^4 + |v|^4 - 2 (u^\top v)^2}`
