@@ -22,3 +22,12 @@ def test_peers_are_skipped_where_they_do_not_fit(capsys):
     scale.print_peers(r, {"SCS": None, "CLARABEL": None})
     out = capsys.readouterr().out
     assert out.count("not run at this size") == 2
+
+
+def test_targets_are_printed_met_or_not():
+    size = scale.SIZES["d50-m1e7"]
+    row = {"size": size, "build": 20.0, "t_1e3": 30.0, "peak_gb": 9.0}
+    assert scale.targets(row) == "  target: build + s to 1e-3 = 50.0 s <= 60 s; peak 9.00 GB > 8 GB"
+    row["t_1e3"] = None   # never certified 1e-3
+    assert "= inf s > 60 s" in scale.targets(row)
+    assert scale.targets({**row, "size": scale.SIZES["d50-m1e4"]}) == ""
