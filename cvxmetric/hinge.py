@@ -200,8 +200,9 @@ class PairTable:
     pa, pb : ndarray of int32 (int64 beyond 2^31 points), shape (P,)
         Endpoints of the distinct pairs in ``Xc`` (``pa < pb``, sorted by ``(pa, pb)``: the gathers
         of ``Xc[pa]`` stream, and the pairs are the rows of the CSR matrix W in order).
-    half_pair : ndarray of int32 (int64 beyond 2^31 pairs), shape (h,)
-        The pair of each half.
+    half_pair : ndarray of int32 (int64 beyond 2^31 pairs), shape (h,), or None
+        The pair of each half (None in the table of :meth:`QuadrupletGeometry.pair_table`, which
+        keeps it per constraint instead).
 
     Notes
     -----
