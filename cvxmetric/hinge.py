@@ -24,8 +24,9 @@ chosen per call by a measured cost model (:func:`operator_costs`; ``path=`` forc
   d-length dot product per pair (:math:`O(P d)`, or the entries of the Gram matrix :math:`Z X^\top`
   when :math:`n^2 < P`); :math:`K^* c = X^\top \mathcal{L}_c X` with the weighted graph Laplacian
   :math:`\mathcal{L}_c = \sum_p w_p (e_a - e_b)(e_a - e_b)^\top` (:math:`w_p` the signed sum of the
-  coefficients of the halves on pair p), whose sparsity pattern is built once:
-  :math:`O(m + P d + n d^2)`; when the pairs fill a good part of the n x n matrix (10^6
+  coefficients of the halves on pair p), formed as :math:`X^\top \mathrm{diag}(\deg) X - T - T^\top`
+  with :math:`T = X^\top (W X)` and the upper triangular weight matrix W, one stored entry per
+  pair, whose sparsity pattern is built once: :math:`O(m + P d + n d^2)`; when the pairs fill a good part of the n x n matrix (10^6
   quadruplets on 2,000 points), a dense :math:`W_{ab} = w_p` kept between calls instead:
   :math:`O(m + P + n^2 d)` in one dense product. X is centred first (differences do not change, and the cancellation in
   :math:`h_a + h_b - 2 x_a^\top z_b` is then relative to the spread of the data, not its offset).
