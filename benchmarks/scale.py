@@ -12,7 +12,9 @@ Run from the repository root::
 Instances: the harness' synthetic target-metric quadruplets (:func:`cvxmetric.instances.qwise.synthetic_qwise`:
 x ~ U[0,1)^d, quadruplets labelled by a rank-10 target metric, 10 % flipped), trace regularizer,
 C_Q = 1. ``d50-m1e4`` is the harness instance ``syn-d50-m10000`` (8,000 points); the larger sizes
-put many constraints on few points (2,000), the setting of the shared-point operators.
+put many constraints on few points (2,000), the setting of the shared-point operators; ``d50-m1e7``
+puts 10^7 on 20,000 points (1.9 x 10^7 distinct pairs of the 2 x 10^8 there are: the pair table
+then saves memory, not products).
 
 For each size it prints the build time (data, model, pair table), the solve time, the iterations,
 the milliseconds per iteration beside the measured **floor** (the products one iteration cannot
@@ -21,20 +23,24 @@ step from the returned point, by the eigensolver the solver would choose; K M at
 point through its rank-r factor where the solver uses it; and K* y as the run's steps computed it,
 the full product or the update over the multipliers that changed, in the run's proportions), their
 ratio, the same floor
-through difference vectors (one (d x d) product per constraint half), and the
+through difference vectors (one (d x d) product per constraint half; timed on at most
+``DIFFERENCES_FLOOR_ROWS`` constraints and ``DIFFERENCES_FLOOR_MAX`` multiply-adds, scaled to
+all), and the
 certified relative gap (:func:`cvxmetric.certificates.relative_gap` of the objective and the
 solver's own certified lower bound), and the seconds until the best point and bound so far first
 certified 1e-3 (at a check), the certificate's complementarity polishes and targeted repairs
 (counts, and their seconds together), the ratio per iteration / floor without the one-time work
 (``steps x fl.``: the solve's time less the certificate's polishes and repairs and less the cold
-start, whose power iteration sets the first step size), and the ratio per iteration / floor in CPU
+start, whose power iteration sets the first step size), the ratio per iteration / floor in CPU
 seconds of the process (robust to a loaded machine, where the wall-clock ratio is not: the floor is
-the best of a few repeats, the solve pays every wait for a core), the peak resident memory of the
-process (``ru_maxrss``, MB), and the size's wall-clock target (build and solve, seconds). Where the
+the best of a few repeats, the solve pays every wait for a core), the peak resident memory of
+the size (``ru_maxrss`` of a child process that builds, solves and times it alone, GB), and the
+size's targets, met or not (build plus seconds to a certified 1e-3; peak memory). Where the
 solver took the low-rank projection (:func:`cvxmetric.solvers.pdhg.pdhg`, ``projection``), the
 floor's projection is one block Rayleigh-Ritz step and K* y is not formed (``floor``).
 
-With ``--peers``, SCS (at its default accuracy, eps 1e-4, as a user runs it) and Clarabel (the project's ground-truth settings) solve the cvxpy twin in a child
+With ``--peers``, SCS (at its default accuracy, eps 1e-4, as a user runs it) and Clarabel (the
+project's ground-truth settings) solve the cvxpy twin in a child
 process killed after ``--peer-cap`` seconds; their rows give the time, our speed-up, and their
 objective's gap to our certified lower bound. Sizes where a peer is known not to fit (measured:
 cvxpy with SCS or Clarabel does not solve d = 100 with 10^4 constraints in 600 s, 12-15 GB) are
@@ -71,9 +77,12 @@ PEER_CAP = 600.0
 TIME_LIMIT = 600.0
 #: Repetitions of each floor product (the best is kept: the load only ever adds time).
 FLOOR_REPEATS = 5
-#: The floor through difference vectors is timed only up to this many multiply-adds (m d^2) of one
-#: product: beyond, one product takes minutes (d = 5000 with 10^5 quadruplets: 2.5e12), and the
-#: column prints nan.
+#: The floor through difference vectors is timed on at most this many constraints and scaled to all
+#: of them (its cost is linear in the rows, O(m d^2)): the (m, d) difference vectors of all rows
+#: would take 8 GB at 10^7 constraints and d = 50, more than the solve itself.
+DIFFERENCES_FLOOR_ROWS = 100_000
+#: ... and on at most this many multiply-adds of one product (rows x d^2): at d = 5000 one product
+#: over 10^5 rows is 2.5e12 multiply-adds (minutes) and its difference vectors 4 GB.
 DIFFERENCES_FLOOR_MAX = 2e11
 
 
@@ -84,7 +93,9 @@ RESIDUAL_TOL = 1e-4
 
 @dataclass(frozen=True)
 class Size:
-    """One benchmark size: dimension, points, quadruplets, and the tolerances of our solve."""
+    """One benchmark size: dimension, points, quadruplets, and the tolerances of our solve; where
+    the size has targets, the seconds of the build plus the solve to a certified 1e-3
+    (``target_s``) and the peak memory (``target_gb``)."""
 
     d: int
     n: int
@@ -93,8 +104,9 @@ class Size:
     tol: float = 1e-3   # the certified relative gap PDHG's result is held to
     peers_fit: bool = False
     note: str = ""
-    target: float | None = None   # the wall-clock target of the whole row (build and solve), seconds
-    in_default: bool = True       # run by a plain ``python -m benchmarks.scale`` (else only when named)
+    target_s: float | None = None    # wall-clock target of build + seconds to a certified 1e-3
+    target_gb: float | None = None   # peak-memory target, GB
+    in_default: bool = True          # run by a plain ``python -m benchmarks.scale`` (else only when named)
 
 
 _TOO_BIG = ("the cvxpy twin has {nnz:.1e} coefficient nonzeros, {times:.0f}x those of d = 100 with 10^4 "
@@ -103,14 +115,16 @@ SIZES = {
     # the harness instance syn-d50-m10000; certified to 1e-4, the accuracy of the SCS comparison
     "d50-m1e4": Size(50, 8000, 10_000, seed=0, tol=1e-4, peers_fit=True),   # registry seed
     "d50-m1e5": Size(50, 2000, 100_000, seed=5001, note=_TOO_BIG.format(nnz=1.275e8, times=2.5)),
-    "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002, note=_TOO_BIG.format(nnz=1.275e9, times=25)),
+    "d50-m1e6": Size(50, 2000, 1_000_000, seed=5002, note=_TOO_BIG.format(nnz=1.275e9, times=25), target_s=10.0),
     "d500-m1e4": Size(500, 2000, 10_000, seed=5003, note=_TOO_BIG.format(nnz=1.25e9, times=25)),
-    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98), target=20.0),
-    "d2000-m1e4": Size(2000, 2000, 10_000, seed=5005, note=_TOO_BIG.format(nnz=2.0e10, times=392), target=60.0),
+    "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98), target_s=20.0),
+    "d2000-m1e4": Size(2000, 2000, 10_000, seed=5005, note=_TOO_BIG.format(nnz=2.0e10, times=392), target_s=60.0),
+    "d50-m1e7": Size(50, 20_000, 10_000_000, seed=5010, note=_TOO_BIG.format(nnz=1.275e10, times=250),
+                     target_s=60.0, target_gb=8.0),
     # named only: its geometry stores the difference vectors (2 x 10^5 x 5000 doubles, 8 GB) and its
     # checks form and decompose the 5000 x 5000 dual matrix (tens of seconds each)
     "d5000-m1e5": Size(5000, 5000, 100_000, seed=5006, note=_TOO_BIG.format(nnz=1.25e12, times=24500),
-                       target=600.0, in_default=False),
+                       target_s=600.0, target_gb=4.0, in_default=False),
 }
 QUICK = {"quick-d10": Size(10, 200, 3000, seed=7, peers_fit=True)}
 
@@ -194,11 +208,13 @@ def floor(model, M: np.ndarray, y: np.ndarray, step: tuple, adjoint: tuple = (1,
     t_Kt = (1.0 - lowrank) * adjoint_step() if dense else 0.0
     t_eig = ((1.0 - lowrank) * _best_time(project) if dense else 0.0) \
         + (lowrank * _best_time(lowrank_project) if lowrank else 0.0)
-    # the same products through one difference vector per constraint (O(m d^2), the other exact form)
-    geom, y_unscaled = model.geometry, np.asarray(y)
-    if model.m * model.d ** 2 <= DIFFERENCES_FLOOR_MAX:
-        t_diff = _best_time(lambda: geom.values(Mp, path="differences"), 2) \
-            + _best_time(lambda: geom.weighted_sum(y_unscaled, path="differences"), 2)
+    # the same products through one difference vector per constraint (O(m d^2), the other exact form),
+    # on at most DIFFERENCES_FLOOR_ROWS rows and DIFFERENCES_FLOOR_MAX multiply-adds, scaled to all
+    rows = min(model.m, DIFFERENCES_FLOOR_ROWS, int(DIFFERENCES_FLOOR_MAX // model.d ** 2))
+    if rows > 0:
+        geom, y_rows = model.geometry.subset(np.arange(rows)), np.asarray(y)[:rows]
+        t_diff = (_best_time(lambda: geom.values(Mp, path="differences"), 2)
+                  + _best_time(lambda: geom.weighted_sum(y_rows, path="differences"), 2)) * (model.m / rows)
     else:
         t_diff = math.nan
     # the same three in CPU seconds of this process (one BLAS thread): the time waiting for a core on
@@ -244,7 +260,6 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         res = pdhg(model, tol=size.tol, residual_tol=RESIDUAL_TOL, time_limit=time_limit)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # kB on Linux
     steps = res.n_iter - res.info["rejected_steps"]
     fl = floor(model, res.M, res.multipliers, (res.info["step_size"], res.info["primal_weight"]),
                (steps, res.info["adjoint_updates"], res.info["adjoint_update_rows"]),
@@ -262,8 +277,45 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
             "ms_iter": 1e3 * elapsed / max(res.n_iter, 1), "floor": fl, "gap": gap, "status": res.status,
             "objective": res.objective, "lower": res.lower_bound, "converged": res.converged, "t_1e3": t_1e3,
             "repairs": res.info["repairs"], "polishes": res.info["polishes"], "repair_s": res.info["repair_seconds"],
-            "start_s": res.info["start_seconds"], "peak_mb": peak_mb,
+            "start_s": res.info["start_seconds"],
             "cpu_ms_iter": 1e3 * cpu / max(res.n_iter, 1)}
+
+
+def _ours_child(name: str, size: Size, time_limit: float, queue) -> None:
+    row = {k: v for k, v in run_ours(name, size, time_limit).items() if k != "inst"}
+    row["peak_gb"] = peak_memory_gb()
+    queue.put(row)
+
+
+def peak_memory_gb() -> float:
+    """Peak resident memory of this process so far, GB (``ru_maxrss``, kilobytes on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def run_measured(name: str, size: Size, time_limit: float) -> dict:
+    """:func:`run_ours` in a forked child process, with its peak resident memory (``"peak_gb"``): the
+    size's own, whatever ran before it in this process. A daemon worker (``--dask``) may not start
+    children: there the row runs in the worker and its peak is the worker's so far."""
+    if multiprocessing.current_process().daemon:
+        row = {k: v for k, v in run_ours(name, size, time_limit).items() if k != "inst"}
+        row["peak_gb"] = peak_memory_gb()
+        return row
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_ours_child, args=(name, size, time_limit, queue))
+    proc.start()
+    try:
+        while True:
+            try:
+                row = queue.get(timeout=5.0)
+                break
+            except Exception:   # queue.Empty: still running, unless the child died (e.g. out of memory)
+                if not proc.is_alive():
+                    raise RuntimeError(f"the child process of size {name} exited with code {proc.exitcode} "
+                                       "before its row was sent") from None
+    finally:
+        proc.join()
+    return row
 
 
 def _peer_child(name: str, size: Size, solver: str, queue) -> None:
@@ -304,24 +356,33 @@ def run_peer(name: str, size: Size, solver: str, cap: float) -> dict:
 
 def print_table(rows: list[dict]) -> None:
     print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'iters':>6s} "
-          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s} {'peak MB':>8s} {'target s':>8s}  status  "
+          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s} {'peak GB':>7s}  status  "
           f"(floor: K M [path, rank] + K* y [path] + eigh)")
     for r in rows:
         s, fl = r["size"], r["floor"]
         gap = "-" if r["gap"] is None else f"{r['gap']:.1e}"
         t13 = "-" if r["t_1e3"] is None else f"{r['t_1e3']:.1f}"
         rep = f"{r['polishes']}/{r['repairs']} ({r['repair_s']:.1f})"
-        target = "-" if s.target is None else f"{s.target:.0f}"
         cpu_ratio = r["cpu_ms_iter"] / (1e3 * fl["cpu_total"]) if fl["cpu_total"] > 0 else math.inf
         steps_s = (r["time"] - r["repair_s"] - r["start_s"]) / max(r["iters"], 1)
         steps_ratio = steps_s / fl["total"] if fl["total"] > 0 else math.inf
         print(f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} {r['iters']:6d} "
               f"{r['ms_iter']:8.2f} {1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} "
               f"{steps_ratio:11.2f} "
-              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f} "
-              f"{r['peak_mb']:8.0f} {target:>8s}  "
+              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f} {r['peak_gb']:7.2f}  "
               f"{r['status']}  ({1e3 * fl['K']:.1f} [{fl['path_K']}, r={fl['rank']}] + {1e3 * fl['Kt']:.1f} "
-              f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f})", flush=True)
+              f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f}){targets(r)}", flush=True)
+
+
+def targets(r: dict) -> str:
+    """The row's targets, met or not: build + seconds to a certified 1e-3, and peak memory."""
+    s, out = r["size"], []
+    if s.target_s is not None:
+        took = math.inf if r["t_1e3"] is None else r["build"] + r["t_1e3"]
+        out.append(f"build + s to 1e-3 = {took:.1f} s {'<=' if took <= s.target_s else '>'} {s.target_s:g} s")
+    if s.target_gb is not None:
+        out.append(f"peak {r['peak_gb']:.2f} GB {'<=' if r['peak_gb'] <= s.target_gb else '>'} {s.target_gb:g} GB")
+    return f"  target: {'; '.join(out)}" if out else ""
 
 
 def print_peers(r: dict, peers: dict) -> None:
@@ -366,11 +427,11 @@ def size_row(task) -> dict:
     """One row of the sweep: our solve of one size, its floor, and the peers at that size (printed);
     the row without its instance (a worker sends it back)."""
     name, size, time_limit, peers, peer_cap = task
-    r = run_ours(name, size, time_limit)
+    r = run_measured(name, size, time_limit)
     print_table([r])
     if peers:
         print_peers(r, {s: (run_peer(name, size, s, peer_cap) if size.peers_fit else None) for s in ("SCS", "CLARABEL")})
-    return {k: v for k, v in r.items() if k != "inst"}
+    return r
 
 
 def main(argv=None) -> int:

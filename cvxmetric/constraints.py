@@ -41,7 +41,8 @@ class ConstraintSet:
     Parameters
     ----------
     idx : ndarray of int, shape (m, 4)
-        Rows ``(i, j, k, l)`` indexing the rows of a data matrix ``X``.
+        Rows ``(i, j, k, l)`` indexing the rows of a data matrix ``X``; stored as int32 when every
+        index is below 2^31 (:func:`cvxmetric._checks.index_dtype`), else int64.
     delta : ndarray of float, shape (m,)
         Margins :math:`\delta_q`.
     weight : ndarray of float, shape (m,)
@@ -55,7 +56,8 @@ class ConstraintSet:
               \qquad C_{ij} = (x_i - x_j)(x_i - x_j)^\top .
 
     Build sets with :meth:`from_quadruplets`, :meth:`from_triplets`, :meth:`from_pairs` and
-    combine them with :meth:`concatenate` (or ``+``). Arrays are stored read-only.
+    combine them with :meth:`concatenate` (or ``+``). Arrays are stored read-only. Arithmetic on
+    indices that can overflow int32 (a key ``(i * n + j) * n + l``) casts to int64 first.
     """
 
     idx: np.ndarray
@@ -63,7 +65,7 @@ class ConstraintSet:
     weight: np.ndarray
 
     def __post_init__(self):
-        idx = as_index_array(self.idx, 4, "idx")
+        idx = as_index_array(self.idx, 4, "idx", compact=True)
         m = idx.shape[0]
         delta = broadcast_vector(self.delta, m, "delta")
         weight = broadcast_vector(self.weight, m, "weight")
@@ -85,19 +87,19 @@ class ConstraintSet:
     @classmethod
     def from_quadruplets(cls, quadruplets, delta=1.0, weight=1.0) -> "ConstraintSet":
         """Quadruplets ``(i, j, k, l)`` asking ``D(k, l) >= D(i, j) + delta``."""
-        return cls(as_index_array(quadruplets, 4, "quadruplets"), delta, weight)
+        return cls(as_index_array(quadruplets, 4, "quadruplets", compact=True), delta, weight)
 
     @classmethod
     def from_triplets(cls, triplets, delta=1.0, weight=1.0) -> "ConstraintSet":
         """Triplets ``(i, j, k)``: "i is closer to j than to k", i.e. ``D(i, k) >= D(i, j) + delta``."""
-        t = as_index_array(triplets, 3, "triplets")
+        t = as_index_array(triplets, 3, "triplets", compact=True)
         return cls(np.column_stack([t[:, 0], t[:, 1], t[:, 0], t[:, 2]]), delta, weight)
 
     @classmethod
     def from_pairs(cls, pairs, *, similar: bool, bound, weight=1.0) -> "ConstraintSet":
         """Similar pairs (``D(i, j) <= bound``) or dissimilar pairs (``D(i, j) >= bound``)."""
         similar = check_bool(similar, "similar")
-        p = as_index_array(pairs, 2, "pairs")
+        p = as_index_array(pairs, 2, "pairs", compact=True)
         if np.any(p[:, 0] == p[:, 1]):
             q = int(np.argmax(p[:, 0] == p[:, 1]))
             raise ValueError(f"pair {q} = {tuple(p[q].tolist())} joins a point to itself; remove it")

@@ -191,6 +191,34 @@ def sample_quadruplet_indices(n: int, m: int, seed=None) -> np.ndarray:
     return q
 
 
+#: Constraints per block of the generators' chunked passes (bounds their (rows, d) temporaries).
+GENERATOR_CHUNK = 65536
+
+
+def _pair_distances_under(X: np.ndarray, T: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`D_T(x_i, x_j)` and :math:`D_T(x_k, x_l)` of the quadruplets ``q`` (shape (m, 4)).
+
+    Through a factor :math:`T = B B^\top` (:math:`B = V_+ \Lambda_+^{1/2}`, the positive eigenpairs of
+    T, rank r): :math:`D_T(i, j) = \|f_i - f_j\|^2` with :math:`F = X B`, in blocks of
+    ``GENERATOR_CHUNK`` rows: :math:`O(n d r + m r)` time and :math:`O(n r)` memory beside the
+    output, where one difference vector per pair would take :math:`O(m d^2)` and an (m, d) array.
+    A pair of duplicate points gets exactly 0, and the same pair in two places exactly the same
+    value (the same rows of F, the same operations); other values agree with
+    :math:`(x_i - x_j)^\top T (x_i - x_j)` to round-off.
+    """
+    lam, V = np.linalg.eigh(T)
+    pos = lam > 0
+    F = X @ (V[:, pos] * np.sqrt(lam[pos]))
+    out = np.empty((2, q.shape[0]))
+    for s in range(0, q.shape[0], GENERATOR_CHUNK):
+        block = q[s:s + GENERATOR_CHUNK]
+        for half, (a, b) in enumerate(((0, 1), (2, 3))):
+            D = np.take(F, block[:, a], axis=0)
+            D -= np.take(F, block[:, b], axis=0)
+            out[half, s:s + block.shape[0]] = np.einsum("ij,ij->i", D, D)
+    return out[0], out[1]
+
+
 def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
                             flip_fraction: float = 0.0) -> ConstraintSet:
     r"""Quadruplets labelled by a known target metric :math:`T` (thesis sec. 3.4.1).
@@ -203,8 +231,8 @@ def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
     X = as_data_matrix(X)
     T = as_square_symmetric(T, "T", d=X.shape[1])
     # the features T reads: D_T(u) = u_S^T T_SS u_S on the support S of T's columns (exact), so the
-    # orientation costs O(m |S|^2) and the PSD test one |S| x |S| eigenvalue problem, not O(m d^2)
-    # and a d x d one (a zero row and column of T adds the eigenvalue 0)
+    # PSD test and the factor of the distances are |S| x |S| eigenvalue problems, not d x d ones
+    # (a zero row and column of T adds the eigenvalue 0)
     support = np.flatnonzero(np.any(T != 0.0, axis=0))
     T_s = as_square_symmetric(T[np.ix_(support, support)], "T", psd=True) if support.size else T[:0, :0]
     m = check_int_in_range(m, "m", 0)
@@ -213,11 +241,7 @@ def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
     if not flip_fraction < 0.5:
         raise ValueError(f"flip_fraction must be in [0, 0.5); got {flip_fraction}")
     q = sample_quadruplet_indices(X.shape[0], m, rng)
-    Xs = X[:, support]
-    U = Xs[q[:, 0]] - Xs[q[:, 1]]
-    V = Xs[q[:, 2]] - Xs[q[:, 3]]
-    dij = np.einsum("ij,ij->i", U @ T_s, U)
-    dkl = np.einsum("ij,ij->i", V @ T_s, V)
+    dij, dkl = _pair_distances_under(X[:, support], T_s, q)
     keep = dij != dkl
     if m > 0 and not np.any(keep):
         raise ValueError(
@@ -225,12 +249,16 @@ def quadruplets_from_metric(X, T, m: int, *, delta: float = 1.0, seed=None,
             "can be oriented: T is zero or X is constant along the range of T (e.g. duplicate rows); "
             "pass a non-zero T that separates the points of X"
         )
-    q, dij, dkl = q[keep], dij[keep], dkl[keep]
+    if not np.all(keep):
+        q, dij, dkl = q[keep], dij[keep], dkl[keep]
     swap = dij > dkl
     if flip_fraction > 0:
         flip = rng.random(q.shape[0]) < flip_fraction
         swap ^= flip
-    q[swap] = q[swap][:, [2, 3, 0, 1]]
+    for c in (0, 1):   # swap the pairs (i, j) and (k, l) of the rows ``swap``, column by column
+        first = q[:, c].copy()
+        np.copyto(q[:, c], q[:, c + 2], where=swap)
+        np.copyto(q[:, c + 2], first, where=swap)
     return ConstraintSet.from_quadruplets(q, delta=delta)
 
 

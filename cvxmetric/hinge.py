@@ -24,8 +24,9 @@ chosen per call by a measured cost model (:func:`operator_costs`; ``path=`` forc
   d-length dot product per pair (:math:`O(P d)`, or the entries of the Gram matrix :math:`Z X^\top`
   when :math:`n^2 < P`); :math:`K^* c = X^\top \mathcal{L}_c X` with the weighted graph Laplacian
   :math:`\mathcal{L}_c = \sum_p w_p (e_a - e_b)(e_a - e_b)^\top` (:math:`w_p` the signed sum of the
-  coefficients of the halves on pair p), whose sparsity pattern is built once:
-  :math:`O(m + P d + n d^2)`; when the pairs fill a good part of the n x n matrix (10^6
+  coefficients of the halves on pair p), formed as :math:`X^\top \mathrm{diag}(\deg) X - T - T^\top`
+  with :math:`T = X^\top (W X)` and the upper triangular weight matrix W, one stored entry per
+  pair, whose sparsity pattern is built once: :math:`O(m + P d + n d^2)`; when the pairs fill a good part of the n x n matrix (10^6
   quadruplets on 2,000 points), a dense :math:`W_{ab} = w_p` kept between calls instead:
   :math:`O(m + P + n^2 d)` in one dense product. X is centred first (differences do not change, and the cancellation in
   :math:`h_a + h_b - 2 x_a^\top z_b` is then relative to the spread of the data, not its offset).
@@ -38,7 +39,7 @@ import math
 
 import numpy as np
 
-from ._checks import as_data_matrix, zero_length_mask
+from ._checks import as_data_matrix, index_dtype, zero_length_mask
 from .constraints import ConstraintSet
 
 __all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
@@ -118,7 +119,9 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
     pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
-    laplacian_sparse = (n_points + 2 * n_pairs) * d * COST_SPARSE
+    # W X (sparse: one stored entry per pair; dense: n^2 d) and T = X^T (W X); the last term of
+    # pts_Kt is the degree term X^T diag(deg) X
+    laplacian_sparse = n_pairs * d * COST_SPARSE + n_points * d * d * COST_GEMM
     laplacian_dense = n_points * n_points * d * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
     # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
     use_dense = not build and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
@@ -203,8 +206,59 @@ def normal_costs(n_points: int, n_pairs: int, d: int, steps: int, k_dense: float
     return {"dense": dense, "gram": n_points * n_points * d * COST_GEMM + steps * per_step}
 
 
+#: Bits of a packed sort key (a non-negative int64): :func:`distinct_keys` sorts ``key << b | position``
+#: (one fast sort of values) when both fit, else it takes a stable argsort (measured on 2 x 10^7
+#: keys: 0.8 s for the sort of values, 9 s for the argsort).
+PACKED_KEY_BITS = 63
+
+
+def distinct_keys(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""The sorted distinct values of ``keys`` (non-negative, below ``bound``) and the position of
+    each key among them: ``np.unique(keys, return_inverse=True)``, through one sort of packed keys.
+
+    Parameters
+    ----------
+    keys : ndarray of int, shape (h,)
+    bound : int
+        Every key is in ``[0, bound)``.
+
+    Returns
+    -------
+    distinct : ndarray of int64, shape (P,)
+    inverse : ndarray of int, shape (h,)
+        ``distinct[inverse] == keys``; int32 when ``P`` fits (:func:`cvxmetric._checks.index_dtype`).
+
+    Notes
+    -----
+    With :math:`b` the bits of a position :math:`< h`, the packed key :math:`k 2^b + t` of the key
+    :math:`k` at position :math:`t` sorts by key, then position; one sort of these values (numpy's
+    vectorized sort of integers) replaces the argsort of ``np.unique``, and a key starts a new
+    group where it differs from its predecessor. When the packed key does not fit in
+    ``PACKED_KEY_BITS`` bits, a stable argsort of the keys gives the same groups.
+    """
+    keys = np.asarray(keys, dtype=np.int64)
+    h = keys.size
+    pos_bits = max(int(h - 1).bit_length(), 1)
+    if max(int(bound - 1).bit_length(), 1) + pos_bits <= PACKED_KEY_BITS:
+        packed = np.sort((keys << pos_bits) | np.arange(h, dtype=np.int64))
+        order = packed & ((1 << pos_bits) - 1)
+        packed >>= pos_bits
+        sorted_keys = packed
+    else:
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+    starts = np.ones(h, dtype=bool)
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=starts[1:])
+    distinct = sorted_keys[starts]
+    group = np.cumsum(starts, dtype=index_dtype(distinct.size))
+    group -= 1
+    inverse = np.empty(h, dtype=group.dtype)
+    inverse[order] = group
+    return distinct, inverse
+
+
 class PairTable:
-    r"""The distinct endpoint pairs of a list of halves, and the Laplacian pattern on them.
+    r"""The distinct endpoint pairs of a list of halves, and the pattern of their weight matrix.
 
     Parameters
     ----------
@@ -217,42 +271,61 @@ class PairTable:
     ----------
     Xc : ndarray, shape (n_used, d)
         The points that occur in a pair, centred (differences are translation invariant).
-    pa, pb : ndarray of int, shape (P,)
-        Endpoints of the distinct pairs in ``Xc`` (``pa < pb``, sorted by ``pa``: the gathers of
-        ``Xc[pa]`` stream).
-    half_pair : ndarray of int, shape (h,)
-        The pair of each half.
+    pa, pb : ndarray of int32 (int64 beyond 2^31 points), shape (P,)
+        Endpoints of the distinct pairs in ``Xc`` (``pa < pb``, sorted by ``(pa, pb)``: the gathers
+        of ``Xc[pa]`` stream, and the pairs are the rows of the CSR matrix W in order).
+    half_pair : ndarray of int32 (int64 beyond 2^31 pairs), shape (h,), or None
+        The pair of each half (None in the table of :meth:`QuadrupletGeometry.pair_table`, which
+        keeps it per constraint instead).
+
+    Notes
+    -----
+    Built in :math:`O(n + h \log h)` without a Python object per half: the used points by a mask
+    over the rows of X, the pairs by one sort of the packed keys ``lo * n_used + hi``
+    (:func:`distinct_keys`), and W's CSR pattern directly from the sorted pairs (row pointers
+    by a count per row; no permutation).
     """
 
     def __init__(self, X: np.ndarray, a: np.ndarray, b: np.ndarray):
-        used, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
-        h = a.size
-        ua, ub = inv[:h], inv[h:]
-        lo, hi = np.minimum(ua, ub), np.maximum(ua, ub)
+        present = np.zeros(X.shape[0], dtype=bool)
+        present[a] = True
+        present[b] = True
+        used = np.flatnonzero(present)
         n = used.size
-        keys, self.half_pair = np.unique(lo * n + hi, return_inverse=True)
-        self.half_pair = self.half_pair.reshape(-1)
-        self.pa, self.pb = keys // n, keys % n
+        renumber = np.zeros(X.shape[0], dtype=index_dtype(n))
+        renumber[used] = np.arange(n, dtype=renumber.dtype)
+        ua, ub = renumber[a], renumber[b]
+        lo = np.minimum(ua, ub).astype(np.int64)
+        lo *= n
+        lo += np.maximum(ua, ub)
+        del ua, ub
+        keys, self.half_pair = distinct_keys(lo, n * n)
+        del lo
+        self.pa, self.pb = (keys // n).astype(renumber.dtype), (keys % n).astype(renumber.dtype)
         Xu = X[used]
         self.Xc = Xu - Xu.mean(axis=0)
         self.n, self.P = n, keys.size
-        # CSR pattern of L = sum_p w_p (e_a - e_b)(e_a - e_b)^T: the n diagonal entries, then (a, b)
-        # and (b, a) per pair; ``perm`` maps [diag, off, off] to the CSR order (no duplicates)
-        from scipy import sparse
+        # CSR pattern of the strictly upper triangular W (W_ab = w_p at pair p = (a, b)): the pairs
+        # in key order are its entries in row order
+        self._indptr = np.zeros(n + 1, dtype=index_dtype(self.P))
+        np.cumsum(np.bincount(self.pa, minlength=n), out=self._indptr[1:])
+        self._W = None   # the dense form of laplacian_form, allocated on first use
+        self._flat = None   # _flat_index, computed on first use
 
-        rows = np.concatenate([np.arange(n), self.pa, self.pb])
-        cols = np.concatenate([np.arange(n), self.pb, self.pa])
-        order = sparse.csr_matrix((np.arange(1, rows.size + 1, dtype=np.float64), (rows, cols)), shape=(n, n))
-        self._perm = order.data.astype(np.int64) - 1
-        self._indices, self._indptr = order.indices, order.indptr
-        self._W = self._flat = None   # the dense form of laplacian_form, allocated on first use
+    def _flat_index(self) -> np.ndarray:
+        """Position of each pair in a flattened (n, n) matrix (int64: ``n^2`` may exceed int32);
+        kept after the first call (the Gram and dense forms, ``n <= GRAM_MAX_POINTS``, read it at
+        every call)."""
+        if self._flat is None:
+            self._flat = self.pa.astype(np.int64) * self.n + self.pb
+        return self._flat
 
     def squared_distances(self, M: np.ndarray, gram: bool) -> np.ndarray:
         r""":math:`D_M(a, b)` for every pair, shape (P,): :math:`h_a + h_b - 2 x_a^\top M x_b`."""
         Z = self.Xc @ M
         h = np.einsum("ij,ij->i", self.Xc, Z)
         if gram:
-            cross = (Z @ self.Xc.T).ravel()[self.pa * self.n + self.pb]
+            cross = (Z @ self.Xc.T).ravel()[self._flat_index()]
         else:
             cross = np.empty(self.P)
             for s in range(0, self.P, GATHER_CHUNK):
@@ -271,37 +344,40 @@ class PairTable:
                 out[sl] = np.einsum("ij,ij->i", D, D)
             return out
         h = np.einsum("ij,ij->i", F, F)
-        return h[self.pa] + h[self.pb] - 2.0 * (F @ F.T).ravel()[self.pa * self.n + self.pb]
+        return h[self.pa] + h[self.pb] - 2.0 * (F @ F.T).ravel()[self._flat_index()]
 
     def laplacian_form(self, w: np.ndarray, dense: bool = False) -> np.ndarray:
         r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric.
 
-        ``dense``: through an (n, n) matrix W with :math:`W_{ab} = w_p` (kept between calls: the
-        pattern is fixed, so only its P entries are rewritten), :math:`X^\top \mathcal{L}_w X =
-        X^\top \mathrm{diag}(\deg) X - T - T^\top` with :math:`T = X^\top (W X)`: one dense
-        :math:`n^2 d` product instead of the sparse one over :math:`n + 2P` entries (cheaper when
-        the pairs fill a good part of the n x n matrix; :func:`operator_costs`)."""
+        Through the weight matrix :math:`W` (:math:`W_{ab} = w_p` for pair p = (a, b), a < b) and the
+        weighted degrees :math:`\deg = W 1 + W^\top 1`: :math:`X^\top \mathcal{L}_w X =
+        X^\top \mathrm{diag}(\deg) X - T - T^\top` with :math:`T = X^\top (W X)`. W is sparse (CSR
+        on the table's pattern, :math:`O(P d)`), or with ``dense`` an (n, n) matrix kept between
+        calls (only its P entries are rewritten): one dense :math:`n^2 d` product, cheaper when the
+        pairs fill a good part of the n x n matrix (:func:`operator_costs`)."""
         deg = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
         if dense:
             if self._W is None:
                 self._W = np.zeros((self.n, self.n))
-                self._flat = self.pa * self.n + self.pb
-            self._W.ravel()[self._flat] = w
-            T = self.Xc.T @ (self._W @ self.Xc)
-            G = (self.Xc.T * deg) @ self.Xc - T - T.T
-            return 0.5 * (G + G.T)
-        G = self.Xc.T @ (self.laplacian(w, deg) @ self.Xc)
+            self._W.ravel()[self._flat_index()] = w
+            WX = self._W @ self.Xc
+        else:
+            from scipy import sparse
+
+            WX = sparse.csr_matrix((w, self.pb, self._indptr), shape=(self.n, self.n)) @ self.Xc
+        T = self.Xc.T @ WX
+        G = (self.Xc.T * deg) @ self.Xc - T - T.T
         return 0.5 * (G + G.T)
 
     def laplacian(self, w: np.ndarray, deg: np.ndarray | None = None):
-        r"""The weighted Laplacian :math:`\mathcal{L}_w` (n x n, scipy CSR) on the table's pattern;
-        ``deg``: its diagonal, when the caller has it."""
+        r"""The weighted Laplacian :math:`\mathcal{L}_w = \mathrm{diag}(\deg) - W - W^\top` (n x n,
+        scipy CSR) on the table's pattern; ``deg``: its diagonal, when the caller has it."""
         from scipy import sparse
 
         if deg is None:
             deg = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
-        data = np.concatenate([deg, -w, -w])[self._perm]
-        return sparse.csr_matrix((data, self._indices, self._indptr), shape=(self.n, self.n))
+        W = sparse.csr_matrix((w, self.pb, self._indptr), shape=(self.n, self.n))
+        return (sparse.diags(deg, format="csr") - W - W.T).tocsr()
 
 
 class QuadrupletGeometry:
@@ -318,10 +394,20 @@ class QuadrupletGeometry:
     ----------
     m, d : int
         Number of constraints and dimension.
+    u_rows, v_rows : ndarray of int
+        The constraints with ``i != j`` (resp. ``k != l``), in order.
     U : ndarray, shape (m_u, d)
-        :math:`x_i - x_j` for the constraints with ``i != j`` (rows ``u_rows``).
+        :math:`x_i - x_j` for the constraints ``u_rows``; formed on first use.
     V : ndarray, shape (m_v, d)
-        :math:`x_k - x_l` for the constraints with ``k != l`` (rows ``v_rows``).
+        :math:`x_k - x_l` for the constraints ``v_rows``; formed on first use.
+
+    Notes
+    -----
+    The difference vectors take :math:`8 (m_u + m_v) d` bytes (8 GB at 10^7 quadruplets and
+    d = 50); the points path (:class:`PairTable`) never forms them, and the passes over all
+    constraints that need them (:meth:`squared_lengths`, :meth:`frobenius_norms`) gather them in
+    blocks of ``GATHER_CHUNK`` rows. Row positions are int32 below 2^31 constraints
+    (:func:`cvxmetric._checks.index_dtype`).
     """
 
     def __init__(self, X, constraints: ConstraintSet, *, _validated: bool = False):
@@ -333,18 +419,47 @@ class QuadrupletGeometry:
         self.X = X
         self.constraints = constraints
         self.m, self.d = len(constraints), X.shape[1]
-        self.u_rows = np.flatnonzero(idx[:, 0] != idx[:, 1])
-        self.v_rows = np.flatnonzero(idx[:, 2] != idx[:, 3])
-        self.U = X[idx[self.u_rows, 0]] - X[idx[self.u_rows, 1]]
-        self.V = X[idx[self.v_rows, 2]] - X[idx[self.v_rows, 3]]
+        rows = index_dtype(self.m)
+        self.u_rows = np.flatnonzero(idx[:, 0] != idx[:, 1]).astype(rows)
+        self.v_rows = np.flatnonzero(idx[:, 2] != idx[:, 3]).astype(rows)
         # position of each constraint's u (v) vector in U (V), or -1 when degenerate
-        self._u_pos = np.full(self.m, -1, dtype=np.int64)
-        self._u_pos[self.u_rows] = np.arange(self.u_rows.size)
-        self._v_pos = np.full(self.m, -1, dtype=np.int64)
-        self._v_pos[self.v_rows] = np.arange(self.v_rows.size)
+        self._u_pos = self._positions(self.u_rows)
+        self._v_pos = self._positions(self.v_rows)
+        self._U = self._V = None   # the difference vectors, formed on first use (U, V)
         self._pairs = None   # (PairTable, pair of each u half, pair of each v half), built on first use
         self._ends = None    # per constraint, the pair table endpoints of its halves (_pair_ends)
         self._norms = None   # frobenius_norms, computed on first use
+
+    def _positions(self, rows: np.ndarray) -> np.ndarray:
+        pos = np.full(self.m, -1, dtype=index_dtype(self.m))
+        pos[rows] = np.arange(rows.size, dtype=pos.dtype)
+        return pos
+
+    @property
+    def U(self) -> np.ndarray:
+        """:math:`x_i - x_j` of the constraints ``u_rows``, shape (m_u, d) (formed once, on first use)."""
+        if self._U is None:
+            self._U = self._half_differences(self.u_rows, 0)
+        return self._U
+
+    @property
+    def V(self) -> np.ndarray:
+        """:math:`x_k - x_l` of the constraints ``v_rows``, shape (m_v, d) (formed once, on first use)."""
+        if self._V is None:
+            self._V = self._half_differences(self.v_rows, 2)
+        return self._V
+
+    def _half_differences(self, rows: np.ndarray, first: int) -> np.ndarray:
+        """``X[idx[rows, first]] - X[idx[rows, first + 1]]``, shape (len(rows), d), formed in place
+        block by block (exactly 0 for a degenerate half)."""
+        idx = self.constraints.idx
+        out = np.empty((rows.size, self.d))
+        for s in range(0, rows.size, GATHER_CHUNK):
+            r = rows[s:s + GATHER_CHUNK]
+            block = out[s:s + r.size]
+            np.take(self.X, idx[r, first], axis=0, out=block)
+            block -= np.take(self.X, idx[r, first + 1], axis=0)
+        return out
 
     def subset(self, rows) -> "QuadrupletGeometry":
         """Geometry of a subset of the constraints (no re-validation of ``X``)."""
@@ -360,12 +475,14 @@ class QuadrupletGeometry:
         out.X = self.X
         out.constraints = ConstraintSet.concatenate(self.constraints, constraints)
         out.m, out.d = self.m + new.m, self.d
-        out.u_rows = np.concatenate([self.u_rows, new.u_rows + self.m])
-        out.v_rows = np.concatenate([self.v_rows, new.v_rows + self.m])
-        out.U = np.concatenate([self.U, new.U])
-        out.V = np.concatenate([self.V, new.V])
-        out._u_pos = np.concatenate([self._u_pos, np.where(new._u_pos >= 0, new._u_pos + self.u_rows.size, -1)])
-        out._v_pos = np.concatenate([self._v_pos, np.where(new._v_pos >= 0, new._v_pos + self.v_rows.size, -1)])
+        rows = index_dtype(out.m)
+        out.u_rows = np.concatenate([self.u_rows, new.u_rows.astype(rows) + self.m]).astype(rows)
+        out.v_rows = np.concatenate([self.v_rows, new.v_rows.astype(rows) + self.m]).astype(rows)
+        out._u_pos = out._positions(out.u_rows)
+        out._v_pos = out._positions(out.v_rows)
+        # the difference vectors formed so far are reused; the new rows' are formed with them
+        out._U = None if self._U is None else np.concatenate([self._U, new.U])
+        out._V = None if self._V is None else np.concatenate([self._V, new.V])
         out._pairs = out._ends = out._norms = None
         return out
 
@@ -377,10 +494,13 @@ class QuadrupletGeometry:
             idx = self.constraints.idx
             table = PairTable(self.X, np.concatenate([idx[self.u_rows, 0], idx[self.v_rows, 2]]),
                               np.concatenate([idx[self.u_rows, 1], idx[self.v_rows, 3]]))
-            pu = np.full(self.m, table.P, dtype=np.int64)
-            pv = np.full(self.m, table.P, dtype=np.int64)
+            # intp, not the table's int32: K and K* gather and bincount through pu and pv at every
+            # call, and numpy casts other index dtypes to intp per call (measured: +7 ms per 10^6)
+            pu = np.full(self.m, table.P, dtype=np.intp)
+            pv = np.full(self.m, table.P, dtype=np.intp)
             pu[self.u_rows] = table.half_pair[:self.u_rows.size]
             pv[self.v_rows] = table.half_pair[self.u_rows.size:]
+            table.half_pair = None   # read through pu and pv from here on
             self._pairs = (table, pu, pv)
         return self._pairs
 
@@ -432,11 +552,23 @@ class QuadrupletGeometry:
 
     def squared_lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """Squared Euclidean lengths :math:`\\|u_q\\|^2` and :math:`\\|v_q\\|^2`, shape (m,) each."""
-        a = np.zeros(self.m)
-        b = np.zeros(self.m)
-        a[self.u_rows] = np.einsum("ij,ij->i", self.U, self.U)
-        b[self.v_rows] = np.einsum("ij,ij->i", self.V, self.V)
+        a, b, _ = self._length_products(cross=False)
         return a, b
+
+    def _length_products(self, cross: bool) -> tuple:
+        r""":math:`\|u_q\|^2`, :math:`\|v_q\|^2` and (with ``cross``) :math:`u_q^\top v_q` per
+        constraint, shape (m,) each, in one pass over blocks of ``GATHER_CHUNK`` rows
+        (:meth:`difference_vectors`: no (m, d) array); ``None`` for the product without ``cross``."""
+        a, b = np.empty(self.m), np.empty(self.m)
+        uv = np.empty(self.m) if cross else None
+        for s in range(0, self.m, GATHER_CHUNK):
+            sl = slice(s, min(s + GATHER_CHUNK, self.m))
+            Du, Dv = self.difference_vectors(np.arange(sl.start, sl.stop))
+            a[sl] = np.einsum("ij,ij->i", Du, Du)
+            b[sl] = np.einsum("ij,ij->i", Dv, Dv)
+            if cross:
+                uv[sl] = np.einsum("ij,ij->i", Du, Dv)
+        return a, b, uv
 
     def zero_length(self) -> tuple[np.ndarray, np.ndarray]:
         r"""Masks, shape (m,) each, of the constraints whose :math:`u_q` (resp. :math:`v_q`) is zero.
@@ -465,7 +597,7 @@ class QuadrupletGeometry:
         if path == "points":
             table, pu, pv = self.pair_table()
             D = np.append(table.squared_distances(M, gram), 0.0)
-            return D[pu], D[pv]
+            return np.take(D, pu), np.take(D, pv)   # np.take: faster than D[pu] on 1-D arrays
         a = np.zeros(self.m)
         b = np.zeros(self.m)
         if self.u_rows.size:
@@ -490,8 +622,8 @@ class QuadrupletGeometry:
         if path == "points":
             table, pu, pv = self.pair_table()
             D = np.append(table.factor_distances(table.Xc @ L.T, gram), 0.0)
-            out = D[pu]
-            out -= D[pv]
+            out = np.take(D, pu)
+            out -= np.take(D, pv)
             return out
         out = np.zeros(self.m)
         if self.u_rows.size:
@@ -548,10 +680,10 @@ class QuadrupletGeometry:
             return table.laplacian_form(w)
         G = np.zeros((self.d, self.d))
         if np.any(ku):
-            Uk = self.U[pu[ku]]
+            Uk = self._half_differences(rows[ku], 0)
             G += (Uk * coef[ku, None]).T @ Uk
         if np.any(kv):
-            Vk = self.V[pv[kv]]
+            Vk = self._half_differences(rows[kv], 2)
             G -= (Vk * coef[kv, None]).T @ Vk
         return 0.5 * (G + G.T)
 
@@ -681,13 +813,12 @@ class QuadrupletGeometry:
                 Du -= Dv
                 yield sl, Du
                 continue
-            block = np.zeros((r.size, V.shape[1]))
-            pu, pv = self._u_pos[r], self._v_pos[r]
-            ku, kv = pu >= 0, pv >= 0
-            if np.any(ku):
-                block[ku] += (self.U[pu[ku]] @ V) ** 2
-            if np.any(kv):
-                block[kv] -= (self.V[pv[kv]] @ V) ** 2
+            Du, Dv = self.difference_vectors(r)
+            block = Du @ V
+            block *= block
+            Dv = Dv @ V
+            Dv *= Dv
+            block -= Dv
             yield sl, block
 
     def _pair_ends(self) -> tuple:
@@ -695,38 +826,31 @@ class QuadrupletGeometry:
         a zero difference, for a degenerate half); built once."""
         if self._ends is None:
             table, pu, pv = self.pair_table()
-            pa, pb = np.append(table.pa, 0), np.append(table.pb, 0)
+            slot = np.zeros(1, dtype=table.pa.dtype)   # the zero slot P of a degenerate half
+            pa, pb = np.concatenate([table.pa, slot]), np.concatenate([table.pb, slot])
             self._ends = (pa[pu], pb[pu], pa[pv], pb[pv])
         return self._ends
 
     def difference_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r"""The difference vectors :math:`u = x_i - x_j` and :math:`w = x_k - x_l` of ``rows``
-        (:math:`A_q = u u^\top - w w^\top`), each of shape (len(rows), d); a degenerate half is 0."""
-        rows = np.asarray(rows, dtype=np.int64)
-        out = []
-        for pos, D in ((self._u_pos, self.U), (self._v_pos, self.V)):
-            p = pos[rows]
-            block = np.zeros((rows.size, self.d))
-            block[p >= 0] = D[p[p >= 0]]
-            out.append(block)
-        return out[0], out[1]
+        (:math:`A_q = u u^\top - w w^\top`), each of shape (len(rows), d), gathered from ``X``; a
+        degenerate half (:math:`x_i - x_i`) is exactly 0."""
+        rows = np.asarray(rows, dtype=np.intp)
+        return self._half_differences(rows, 0), self._half_differences(rows, 2)
 
     def frobenius_norms(self) -> np.ndarray:
         r""":math:`\|A_q\|_F = \|u u^\top - v v^\top\|_F = \sqrt{|u|^4 + |v|^4 - 2 (u^\top v)^2}`
         per constraint, shape (m,) (0 for an empty row), in blocks of ``GATHER_CHUNK`` rows; computed
         once (a copy is returned)."""
         if self._norms is None:
-            self._norms = self._compute_frobenius_norms()
+            a, b, uv = self._length_products(cross=True)
+            a *= a
+            b *= b
+            a += b
+            uv *= uv
+            a -= 2.0 * uv
+            self._norms = np.sqrt(np.maximum(a, 0.0, out=a), out=a)
         return self._norms.copy()
-
-    def _compute_frobenius_norms(self) -> np.ndarray:
-        a, b = self.squared_lengths()
-        uv = np.zeros(self.m)
-        both = np.flatnonzero((self._u_pos >= 0) & (self._v_pos >= 0))
-        for s in range(0, both.size, GATHER_CHUNK):
-            r = both[s:s + GATHER_CHUNK]
-            uv[r] = np.einsum("ij,ij->i", self.U[self._u_pos[r]], self.V[self._v_pos[r]])
-        return np.sqrt(np.maximum(a * a + b * b - 2.0 * uv * uv, 0.0))
 
     def apply(self, coef: np.ndarray, v: np.ndarray) -> np.ndarray:
         r"""Matrix-free product :math:`\big(\sum_q c_q (C_{ij} - C_{kl})\big) v` (no d x d matrix).

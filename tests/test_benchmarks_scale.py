@@ -43,12 +43,21 @@ def test_floor_of_a_lowrank_run_times_the_rayleigh_ritz_step():
 
 
 def test_new_sizes_carry_their_targets():
-    assert scale.SIZES["d1000-m1e4"].target == 20.0
-    assert (scale.SIZES["d2000-m1e4"].d, scale.SIZES["d2000-m1e4"].m, scale.SIZES["d2000-m1e4"].target) == (2000, 10_000, 60.0)
+    assert scale.SIZES["d1000-m1e4"].target_s == 20.0
+    assert (scale.SIZES["d2000-m1e4"].d, scale.SIZES["d2000-m1e4"].m, scale.SIZES["d2000-m1e4"].target_s) == (2000, 10_000, 60.0)
     big = scale.SIZES["d5000-m1e5"]
-    assert (big.d, big.n, big.m, big.target) == (5000, 5000, 100_000, 600.0)
+    assert (big.d, big.n, big.m, big.target_s, big.target_gb) == (5000, 5000, 100_000, 600.0, 4.0)
 
 
 def test_the_d5000_size_runs_only_when_named():
     assert not scale.SIZES["d5000-m1e5"].in_default
     assert all(size.in_default for name, size in scale.SIZES.items() if name != "d5000-m1e5")
+
+
+def test_targets_are_printed_met_or_not():
+    size = scale.SIZES["d50-m1e7"]
+    row = {"size": size, "build": 20.0, "t_1e3": 30.0, "peak_gb": 9.0}
+    assert scale.targets(row) == "  target: build + s to 1e-3 = 50.0 s <= 60 s; peak 9.00 GB > 8 GB"
+    row["t_1e3"] = None   # never certified 1e-3
+    assert "= inf s > 60 s" in scale.targets(row)
+    assert scale.targets({**row, "size": scale.SIZES["d50-m1e4"]}) == ""

@@ -82,7 +82,7 @@ def test_index_arrays_from_text_files_and_readable_messages():
     """Whole-number floats (indices read from a CSV) are accepted; messages show plain tuples."""
     a = ConstraintSet.from_triplets(np.array([[0.0, 1.0, 2.0]]))
     np.testing.assert_array_equal(a.idx, [[0, 1, 0, 2]])
-    assert a.idx.dtype == np.int64
+    assert a.idx.dtype == np.int32
     with pytest.raises(ValueError, match=r"constraint 0 = \(0, 1, 0, 9\) indexes a row >= n = 5"):
         a.from_triplets([[0, 1, 9]]).validate(5)
     with pytest.raises(ValueError, match=r"pair 0 = \(2, 2\)"):

@@ -55,6 +55,7 @@ def _extra_checks(form, inst, res, truth):
     n = inst.X.shape[0]
 
     def codes(idx):
+        idx = idx.astype(np.int64)   # the key exceeds int32 beyond 1,290 points
         return (idx[:, 0] * n + idx[:, 1]) * n + idx[:, 3]
 
     violated = form.model.constraints.idx[form.model.margins(res.M) > 0]
