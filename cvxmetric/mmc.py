@@ -92,7 +92,97 @@ def min_form_value(f: float, g: float) -> float:
     return float(f) / min(1.0, float(g)) ** 2
 
 
-class MMCModel:
+def _pair_differences(X, constraints):
+    """``(X, US, wS, UD, wD)``: the validated data, and the differences and weights of the similar
+    and of the dissimilar pairs of an MMC problem (ValueError for relative constraints or no
+    similar pair)."""
+    X = as_data_matrix(X)
+    if not isinstance(constraints, ConstraintSet):
+        raise TypeError(f"constraints must be a ConstraintSet of pairs; got {type(constraints).__name__}")
+    constraints.validate(X.shape[0], name="constraints")
+    if np.any(constraints.is_relative):
+        q = int(np.argmax(constraints.is_relative))
+        raise ValueError(f"MMC uses similar and dissimilar pairs only; constraint {q} = "
+                         f"{tuple(constraints.idx[q])} is relative (a triplet or quadruplet)")
+    idx, w = constraints.idx, np.asarray(constraints.weight, dtype=np.float64)
+    sim, dis = constraints.is_similar, constraints.is_dissimilar
+    if not np.any(sim):
+        raise ValueError("MMC needs at least one similar pair (the objective sums their distances)")
+    return (X, X[idx[sim, 0]] - X[idx[sim, 1]], w[sim], X[idx[dis, 2]] - X[idx[dis, 3]], w[dis])
+
+
+class _RayModel:
+    r"""What the min and max forms of MMC share over either cone (PSD matrices M, or the
+    non-negative diagonals a): values, the feasible rescaling and the certificate, from a
+    subclass's :meth:`similar_sum`, ``dissimilar_distances``, ``gradient``, ``linear_max``,
+    ``default_start`` and :meth:`cone_part` (the module docstring states the certificate)."""
+
+    def cone_part(self, x) -> np.ndarray:
+        """The point of the cone near ``x`` (PSD part, or non-negative part)."""
+        raise NotImplementedError
+
+    def dissimilar_sum(self, x) -> float:
+        r""":math:`g(x) = \sum_D w_p \sqrt{D_x(p)}`."""
+        return float(self.wD @ np.sqrt(self.dissimilar_distances(x)))
+
+    def value(self, x) -> float:
+        """Min-form objective ``f(x) / min(1, g(x))**2`` (see the module docstring)."""
+        return min_form_value(self.similar_sum(x), self.dissimilar_sum(x))
+
+    def scale_free_value(self, x) -> float:
+        r""":math:`f(x) / g(x)^2`: the min-form objective after the best rescaling of ``x``."""
+        g = self.dissimilar_sum(x)
+        return float("inf") if g <= 0 else self.similar_sum(x) / g ** 2
+
+    def max_form_value(self, x) -> float:
+        r"""The max-form value of ``x``'s ray, :math:`g(x) / \sqrt{f(x)}` (:math:`g` is
+        1/2-homogeneous, so every point of the ray has it); 0 when :math:`f(x) = 0`."""
+        f = self.similar_sum(x)
+        return self.dissimilar_sum(x) / np.sqrt(f) if f > 0 else 0.0
+
+    def make_feasible(self, x) -> np.ndarray:
+        r"""Any ``x`` mapped onto the min form's boundary: :math:`P / g(P)^2`, P = :meth:`cone_part` (x).
+
+        The constraint :math:`g \ge 1` is then tight, so ``value(make_feasible(x))`` is
+        :meth:`scale_free_value` of the projected point: a point of any scale (too large and
+        feasible, or too small and infeasible) is scored by its ray. With :math:`g(P) = 0` no
+        rescaling is feasible and P is returned (its value is :math:`+\infty`).
+        """
+        P = self.cone_part(x)
+        g = self.dissimilar_sum(P)
+        return P / g ** 2 if g > 0 else P
+
+    def ray_bound(self, g: float, G) -> float:
+        r""":math:`1 / (2 g \lambda)` from :math:`g = g(x)` and :math:`G = \nabla g(x)` at a point of the cone."""
+        lam = self.linear_max(G)
+        return 1.0 / (2.0 * g * lam) if g > 0 and lam > 0 else 0.0
+
+    def lower_bound(self, x) -> float:
+        r"""Certified lower bound :math:`\ell(x) = 1 / (2 g(x) \lambda(x)) \le p^*_{\min}` from any ``x``.
+
+        ``x`` is replaced by its :meth:`cone_part`; where a dissimilar distance is 0 (g not
+        differentiable) it is first moved by the fraction :data:`CERT_MIX` towards
+        ``default_start`` (still a valid point: the bound holds at every point). Returns 0 (a
+        trivial bound) when no point gives a finite one.
+        """
+        P = self.cone_part(x)
+        D = self.dissimilar_distances(P)
+        if np.any(D <= CERT_MIX * float(np.max(D, initial=0.0))):
+            f = self.similar_sum(P)
+            P = (1.0 - CERT_MIX) * P + CERT_MIX * (f if f > 0 else 1.0) * self.default_start()
+            D = self.dissimilar_distances(P)
+        if np.any(D <= 0):
+            return 0.0
+        return self.ray_bound(float(self.wD @ np.sqrt(D)), self.gradient(P, D))
+
+    def bounds(self, x) -> Bounds:
+        r"""The certified interval of ``x``'s ray: ``upper`` = :meth:`scale_free_value` (the value of
+        :meth:`make_feasible` (x)), ``lower`` = :meth:`lower_bound` (x)."""
+        P = self.cone_part(x)
+        return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))
+
+
+class MMCModel(_RayModel):
     r"""Similar and dissimilar pairs of an MMC problem on a data matrix.
 
     Parameters
@@ -129,29 +219,13 @@ class MMCModel:
     """
 
     def __init__(self, X, constraints: ConstraintSet):
-        X = as_data_matrix(X)
-        if not isinstance(constraints, ConstraintSet):
-            raise TypeError(f"constraints must be a ConstraintSet of pairs; got {type(constraints).__name__}")
-        constraints.validate(X.shape[0], name="constraints")
-        if np.any(constraints.is_relative):
-            q = int(np.argmax(constraints.is_relative))
-            raise ValueError(f"MMC uses similar and dissimilar pairs only; constraint {q} = "
-                             f"{tuple(constraints.idx[q])} is relative (a triplet or quadruplet)")
-        idx, w = constraints.idx, np.asarray(constraints.weight, dtype=np.float64)
-        sim, dis = constraints.is_similar, constraints.is_dissimilar
-        if not np.any(sim):
-            raise ValueError("MMC needs at least one similar pair (the objective sums their distances)")
-        self.X = X
-        self.d = X.shape[1]
-        self.constraints = constraints
-        self.US = X[idx[sim, 0]] - X[idx[sim, 1]]
-        self.wS = w[sim]
-        UD = X[idx[dis, 2]] - X[idx[dis, 3]]
+        X, self.US, self.wS, UD, wD = _pair_differences(X, constraints)
+        self.X, self.d, self.constraints = X, X.shape[1], constraints
         # exact (power-of-2) column equilibration: every test below is invariant under per-feature scaling
         self.feature_scale = power_of_two(np.max(np.abs(np.vstack([self.US, UD])), axis=0))
         US_eq, UD_eq = self.US / self.feature_scale, UD / self.feature_scale
         keep = ~zero_length_mask(UD, X)   # the project's one duplicate-point test
-        self.UD, self.wD = UD[keep], w[dis][keep]
+        self.UD, self.wD = UD[keep], wD[keep]
         UD_eq = UD_eq[keep]
         lengths = np.linalg.norm(UD_eq, axis=1)
         if self.UD.shape[0] == 0 or not np.any(self.wD > 0):
@@ -186,19 +260,6 @@ class MMCModel:
         M = np.asarray(M, dtype=np.float64)
         return np.maximum(np.einsum("ij,ij->i", self.UD @ M, self.UD), 0.0)
 
-    def dissimilar_sum(self, M) -> float:
-        r""":math:`g(M) = \sum_D w_p \sqrt{D_M(p)}`."""
-        return float(self.wD @ np.sqrt(self.dissimilar_distances(M)))
-
-    def value(self, M) -> float:
-        """Min-form objective ``f(M) / min(1, g(M))**2`` (see the module docstring)."""
-        return min_form_value(self.similar_sum(M), self.dissimilar_sum(M))
-
-    def scale_free_value(self, M) -> float:
-        r""":math:`f(M) / g(M)^2`: the min-form objective after the best rescaling of M."""
-        g = self.dissimilar_sum(M)
-        return float("inf") if g <= 0 else self.similar_sum(M) / g ** 2
-
     def to_min_form(self, M) -> np.ndarray:
         r"""The min-form point :math:`M / g(M)^2` (feasible with :math:`g = 1`)."""
         g = self.dissimilar_sum(M)
@@ -217,17 +278,7 @@ class MMCModel:
         F = self.feature_scale
         return project_psd(np.asarray(M, dtype=np.float64) * F[:, None] * F[None, :]) / F[:, None] / F[None, :]
 
-    def make_feasible(self, M) -> np.ndarray:
-        r"""Any symmetric M mapped onto the min form's boundary: :math:`P / g(P)^2`, P = :meth:`psd_part` (M).
-
-        The constraint :math:`g \ge 1` is then tight, so ``value(make_feasible(M))`` is
-        :meth:`scale_free_value` of the projected M: an M of any scale (too large and feasible, or
-        too small and infeasible) is scored by its ray. With :math:`g(P) = 0` no rescaling is
-        feasible and P is returned (its value is :math:`+\infty`).
-        """
-        P = self.psd_part(M)
-        g = self.dissimilar_sum(P)
-        return P / g ** 2 if g > 0 else P
+    cone_part = psd_part
 
     def default_start(self) -> np.ndarray:
         r""":math:`B B^\top / r` (``B = range_basis``): :math:`\langle M_0, C_S\rangle = 1`, positive definite on
@@ -266,37 +317,7 @@ class MMCModel:
         lam = self.linear_max(self.gradient(M, D))
         return g, math.sqrt(2.0 * g * lam)
 
-    def ray_bound(self, g: float, G) -> float:
-        r""":math:`1 / (2 g \lambda)` from :math:`g = g(M)` and :math:`G = \nabla g(M)` at a PSD M (no projection)."""
-        lam = self.linear_max(G)
-        return 1.0 / (2.0 * g * lam) if g > 0 and lam > 0 else 0.0
-
-    def lower_bound(self, M) -> float:
-        r"""Certified lower bound :math:`\ell(M) = 1 / (2 g(M) \lambda(M)) \le p^*_{\min}` from any PSD M.
-
-        M is replaced by its :meth:`psd_part`; where a dissimilar distance is 0 (g not differentiable)
-        it is first moved by the fraction :data:`CERT_MIX` towards :meth:`default_start` (still a
-        valid point: the bound holds at every point). Returns 0 (a trivial bound) when no point
-        gives a finite one.
-        """
-        P = self.psd_part(M)
-        D = self.dissimilar_distances(P)
-        if np.any(D <= CERT_MIX * float(np.max(D, initial=0.0))):
-            f = self.similar_sum(P)
-            P = (1.0 - CERT_MIX) * P + CERT_MIX * (f if f > 0 else 1.0) * self.default_start()
-            D = self.dissimilar_distances(P)
-        if np.any(D <= 0):
-            return 0.0
-        return self.ray_bound(float(self.wD @ np.sqrt(D)), self.gradient(P, D))
-
-    def bounds(self, M) -> Bounds:
-        r"""The certified interval of M's ray: ``upper`` = :meth:`scale_free_value` (the value of
-        :meth:`make_feasible` (M)), ``lower`` = :meth:`lower_bound` (M)."""
-        P = self.psd_part(M)
-        return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))
-
-
-class DiagonalMMCModel:
+class DiagonalMMCModel(_RayModel):
     r"""MMC over diagonal metrics :math:`M = \operatorname{diag}(a)`, :math:`a \ge 0` (metric-learn's ``diagonal=True``).
 
     With :math:`q_p = u_p \circ u_p` (the squared coordinates of a difference :math:`u_p`) and
@@ -343,26 +364,13 @@ class DiagonalMMCModel:
     """
 
     def __init__(self, X, constraints: ConstraintSet):
-        X = as_data_matrix(X)
-        if not isinstance(constraints, ConstraintSet):
-            raise TypeError(f"constraints must be a ConstraintSet of pairs; got {type(constraints).__name__}")
-        constraints.validate(X.shape[0], name="constraints")
-        if np.any(constraints.is_relative):
-            q = int(np.argmax(constraints.is_relative))
-            raise ValueError(f"MMC uses similar and dissimilar pairs only; constraint {q} = "
-                             f"{tuple(constraints.idx[q])} is relative (a triplet or quadruplet)")
-        idx, w = constraints.idx, np.asarray(constraints.weight, dtype=np.float64)
-        sim, dis = constraints.is_similar, constraints.is_dissimilar
-        if not np.any(sim):
-            raise ValueError("MMC needs at least one similar pair (the objective sums their distances)")
+        X, US, wS, UD, wD = _pair_differences(X, constraints)
         self.X, self.d, self.constraints = X, X.shape[1], constraints
-        US = X[idx[sim, 0]] - X[idx[sim, 1]]
-        UD = X[idx[dis, 2]] - X[idx[dis, 3]]
         keep = ~zero_length_mask(UD, X)
-        self.QD, self.wD = UD[keep] ** 2, w[dis][keep]
+        self.QD, self.wD = UD[keep] ** 2, wD[keep]
         if self.QD.shape[0] == 0 or not np.any(self.wD > 0):
             raise ValueError("MMC needs at least one dissimilar pair of distinct points with positive weight")
-        self.s = w[sim] @ US ** 2
+        self.s = wS @ US ** 2
         self.active = self.s > 0
         if not np.any(self.active):
             raise ValueError("the similar pairs all have zero length (or weight): s = 0 and MMC is unbounded")
@@ -383,29 +391,12 @@ class DiagonalMMCModel:
         r""":math:`q_p^\top a` of the dissimilar pairs, clipped at 0."""
         return np.maximum(self.QD @ np.asarray(a, dtype=np.float64), 0.0)
 
-    def dissimilar_sum(self, a) -> float:
-        r""":math:`g(a) = \sum_D w_p \sqrt{q_p^\top a}`."""
-        return float(self.wD @ np.sqrt(self.dissimilar_distances(a)))
-
-    def value(self, a) -> float:
-        """Min-form objective ``f(a) / min(1, g(a))**2`` (as :meth:`MMCModel.value`)."""
-        return min_form_value(self.similar_sum(a), self.dissimilar_sum(a))
-
-    def scale_free_value(self, a) -> float:
-        r""":math:`f(a) / g(a)^2`: the min-form objective after the best rescaling of ``a``."""
-        g = self.dissimilar_sum(a)
-        return float("inf") if g <= 0 else self.similar_sum(a) / g ** 2
-
     def nonneg_part(self, a) -> np.ndarray:
         """``a`` clipped at 0, with the features of ``s_i = 0`` set to 0 (they change no distance
         of a pair the problem reads except to make it degenerate, which the model rejects)."""
         return np.where(self.active, np.maximum(np.asarray(a, dtype=np.float64), 0.0), 0.0)
 
-    def make_feasible(self, a) -> np.ndarray:
-        r"""Any ``a`` mapped onto the min form's boundary: :math:`P / g(P)^2`, P = :meth:`nonneg_part` (a)."""
-        P = self.nonneg_part(a)
-        g = self.dissimilar_sum(P)
-        return P / g ** 2 if g > 0 else P
+    cone_part = nonneg_part
 
     def default_start(self) -> np.ndarray:
         r""":math:`a_i = 1 / (k s_i)` on the ``k`` active features: :math:`s^\top a = 1`, every dissimilar distance positive."""
@@ -428,27 +419,3 @@ class DiagonalMMCModel:
     def linear_max(self, G) -> float:
         r""":math:`\max_{a \ge 0,\ s^\top a \le 1} G^\top a = \max(0, \max_i G_i / s_i)` over the active features."""
         return max(0.0, float(np.max(np.asarray(G)[self.active] / self.s[self.active])))
-
-    def ray_bound(self, g: float, G) -> float:
-        r""":math:`1 / (2 g \lambda)` from :math:`g = g(a)` and :math:`G = \nabla g(a)`."""
-        lam = self.linear_max(G)
-        return 1.0 / (2.0 * g * lam) if g > 0 and lam > 0 else 0.0
-
-    def lower_bound(self, a) -> float:
-        r"""Certified lower bound :math:`\ell(a) \le p^*_{\min}` from any ``a`` (its :meth:`nonneg_part`);
-        where a dissimilar distance is 0 the point is first moved by :data:`CERT_MIX` towards
-        :meth:`default_start`, as in :meth:`MMCModel.lower_bound`. 0 when no finite bound exists."""
-        P = self.nonneg_part(a)
-        D = self.dissimilar_distances(P)
-        if np.any(D <= CERT_MIX * float(np.max(D, initial=0.0))):
-            f = self.similar_sum(P)
-            P = (1.0 - CERT_MIX) * P + CERT_MIX * (f if f > 0 else 1.0) * self.default_start()
-            D = self.dissimilar_distances(P)
-        if np.any(D <= 0):
-            return 0.0
-        return self.ray_bound(float(self.wD @ np.sqrt(D)), self.gradient(P, D))
-
-    def bounds(self, a) -> Bounds:
-        r"""The certified interval of ``a``'s ray: :meth:`scale_free_value` and :meth:`lower_bound`."""
-        P = self.nonneg_part(a)
-        return Bounds(lower=self.lower_bound(P), upper=self.scale_free_value(P))

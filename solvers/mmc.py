@@ -125,7 +125,7 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
     objective = model.value(M_min)
     lower = model.lower_bound(M_min)
     f_max = model.similar_sum(M)
-    p_max = model.dissimilar_sum(M) / np.sqrt(f_max) if f_max > 0 else 0.0
+    p_max = model.max_form_value(M)
     return make_result(
         "mmc-ascent", objective=objective, measure="certified_gap", tol=tol, stop_reason=info["stop"],
         M=M_min, lower_bound=lower, multipliers=np.array([2.0 * model.similar_sum(M_min)]),
@@ -319,8 +319,7 @@ def mmc_diagonal_ascent(model: DiagonalMMCModel, *, a0=None, tol: float = DEFAUL
     a_min = model.make_feasible(a)
     objective = model.value(a_min)
     lower = model.lower_bound(a_min)
-    f_max = model.similar_sum(a)
-    p_max = model.dissimilar_sum(a) / np.sqrt(f_max) if f_max > 0 else 0.0
+    p_max = model.max_form_value(a)
     return make_result(
         "mmc-diagonal-ascent", objective=objective, measure="certified_gap", tol=tol, stop_reason=info["stop"],
         M=np.diag(a_min), lower_bound=lower, multipliers=np.array([2.0 * model.similar_sum(a_min)]),

@@ -97,17 +97,10 @@ def _max_form_value(inst) -> float | None:
     return _MAX_FORM[key]
 
 
-def ray_p_max(model: MMCModel, M) -> float:
-    r"""The max-form value of the ray of a PSD ``M``: :math:`g(M) / \sqrt{\langle M, C_S\rangle}`
-    (:math:`g` is 1/2-homogeneous, so every point of the ray has it)."""
-    f = model.similar_sum(M)
-    return model.dissimilar_sum(M) / np.sqrt(f) if f > 0 else 0.0
-
-
 def _extra_checks(form, inst, res, truth):
     """The scale identity p*_min (p*_max)^2 = 1 on the solver's numbers and on the ground truth
     (the certificate itself is re-checked by the harness for every solver)."""
-    out = {"scale_identity_fast": (abs(res.objective * ray_p_max(form.model, res.M) ** 2 - 1.0),
+    out = {"scale_identity_fast": (abs(res.objective * form.model.max_form_value(res.M) ** 2 - 1.0),
                                    MMC_SCALE_IDENTITY_FAST_RTOL)}
     p_star = truth.p_star if truth is not None else None
     pmax_star = _max_form_value(inst)
