@@ -250,19 +250,25 @@ class ImpostorSearch:
             codes.append((anchor[ci] * k + cr) * n + other[ci])
             margins.append(marg[ci, cr])
 
+        # the block's round-off is at most CANDIDATE_RTOL * (|z_a|^2 + |z_b|^2 + margin) <= the
+        # per-point widening below (max |z|^2 in place of the partner's): candidates within it
+        # are re-measured exactly by collect, so the widening loses nothing and costs no pass
+        wide = radius + CANDIDATE_RTOL * (sq + sq.max(initial=0.0) + self.margin)
         order = np.argsort(self._label_id, kind="stable")
         bounds = np.searchsorted(self._label_id[order], np.arange(self._label_id.max() + 2))
         for c in range(len(bounds) - 2):
             rows_c, cols = order[bounds[c]:bounds[c + 1]], order[bounds[c + 1]:]
+            Zc, sq_c = Z[cols], sq[cols]
             step = max(1, self.chunk_elements // max(cols.size, 1))
             for start in range(0, rows_c.size, step):
                 rows = rows_c[start:start + step]
-                D = sq[rows, None] + sq[None, cols] - 2.0 * (Z[rows] @ Z[cols].T)
-                slack = CANDIDATE_RTOL * (sq[rows, None] + sq[None, cols] + self.margin)
-                D -= slack
-                a, b = np.nonzero(D < radius[rows, None])   # anchor in class c
+                D = Zc @ Z[rows].T   # (cols, rows): squared distances, built in place
+                D *= -2.0
+                D += sq[rows]
+                D += sq_c[:, None]
+                b, a = np.nonzero(D < wide[rows])   # anchor in class c
                 collect(rows[a], cols[b])
-                a, b = np.nonzero(D < radius[None, cols])   # anchor in a later class
+                b, a = np.nonzero(D < wide[cols, None])   # anchor in a later class
                 collect(cols[b], rows[a])
         if not codes:
             empty = np.zeros(0, dtype=np.int64)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -54,6 +55,7 @@ from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, 
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model, lmnn_start)
 from cvxmetric.certificates import ZERO_OPTIMUM_RTOL
+from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.linalg import symmetrize
 from cvxmetric.models import HingeModel
 
@@ -61,7 +63,8 @@ from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
 from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ImpostorPool, ModelPool, solve_working_set
 
-__all__ = ["solve_lmnn", "PullWhitening", "IMPOSTOR_MODES", "METHODS", "PDHG_CHECK_EVERY", "PDHG_MAX_ADD"]
+__all__ = ["solve_lmnn", "PullWhitening", "coarse_start", "stratified_subsample", "IMPOSTOR_MODES", "METHODS",
+           "PDHG_CHECK_EVERY", "PDHG_MAX_ADD", "COARSE_MIN_POINTS", "COARSE_FACTOR", "COARSE_TOL"]
 
 #: How the triplet set is handled.
 IMPOSTOR_MODES = ("search", "materialised")
@@ -82,6 +85,18 @@ PDHG_CHECK_EVERY = 64
 #: additions save rounds: digits, tol 1e-2, one loaded run each: 2,000: 7 rounds, 128 PDHG
 #: iterations, 3.7 s; 5,000: 5 rounds, 80 iterations, 2.0 s; 10,000: 2.1-2.5 s; 20,000: 2.3 s.
 PDHG_MAX_ADD = 5000
+#: Data with more points than this start (by default) from the solution on a subsample
+#: (:func:`coarse_start`). At the identity start the number of triplets near the margin grows
+#: like n^2 (every impostor within the unit-scale radius), while at the optimum it grows about
+#: like n (measured on :func:`cvxmetric.generators.gaussian_classes`, d = 50: 53,408 violated
+#: triplets at 2,000 points, 106,241 at 5,000), so the first passes from the identity dominate:
+#: at 5,000 points they took 280 of 320 s (rounds 1-5, scans of millions of triplets).
+COARSE_MIN_POINTS = 1500
+#: A coarse level keeps one point in this many (per class).
+COARSE_FACTOR = 4
+#: The certified relative gap a coarse level is solved to: its M is only a start, and the next
+#: level's optimum differs from it by more than this anyway (another sample).
+COARSE_TOL = 5e-2
 
 
 @dataclass(frozen=True)
@@ -131,6 +146,44 @@ class PullWhitening:
     def from_white(self, Mw: np.ndarray) -> np.ndarray:
         """:math:`M = W M' W^\top` (PSD when M' is)."""
         return symmetrize(self.W @ Mw @ self.W.T)
+
+
+def stratified_subsample(y: np.ndarray, factor: int) -> np.ndarray:
+    """Indices (sorted) of every ``factor``-th point of each class, in index order: one in
+    ``factor`` points of every class (at least one), deterministic."""
+    keep = [np.flatnonzero(y == c)[::factor] for c in np.unique(y)]
+    return np.sort(np.concatenate(keep))
+
+
+def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> np.ndarray:
+    r"""A start for LMNN on many points: the solution on a class-stratified subsample.
+
+    The subsample keeps one point in :data:`COARSE_FACTOR` of every class
+    (:func:`stratified_subsample`); its LMNN problem (its own target neighbours) is solved by
+    ``method="pdhg"`` to the certified gap :data:`COARSE_TOL`, itself started by this rule while it
+    has more than :data:`COARSE_MIN_POINTS` points, else from :func:`cvxmetric.lmnn.lmnn_start`.
+    LMNN's optimum depends on the sample mostly through its density, so the subsample's metric lies
+    near the full one's: the first full pass meets about as many triplets near the margin as the
+    optimum has, instead of the millions of the Euclidean start (see :data:`COARSE_MIN_POINTS`).
+    Only the start changes; the program and its certificate do not.
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+        A PSD matrix; :func:`cvxmetric.lmnn.lmnn_start` when the data has at most
+        :data:`COARSE_MIN_POINTS` points.
+    """
+    X = as_data_matrix(X)
+    y = np.asarray(y)
+    if X.shape[0] <= COARSE_MIN_POINTS:
+        search = ImpostorSearch(X, y, n_neighbors, margin=margin)
+        return lmnn_start(X, search.target_pairs, margin)
+    sub = stratified_subsample(y, COARSE_FACTOR)
+    with warnings.catch_warnings():   # an uncertified coarse level is still a start
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = solve_lmnn(X[sub], y[sub], n_neighbors, regularization=regularization, margin=margin,
+                         method="pdhg", tol=COARSE_TOL, certificate_tol=COARSE_TOL)
+    return res.M
 
 
 def _search_in(wh: Optional[PullWhitening], X, y, n_neighbors, margin, search: ImpostorSearch) -> ImpostorSearch:
@@ -280,7 +333,17 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     max_triplets = MAX_WORKING_TRIPLETS if max_triplets is None else max_triplets
     d = X.shape[1]
     search = ImpostorSearch(X, y, n_neighbors, margin=margin)
-    M0 = lmnn_start(X, search.target_pairs, margin) if M0 is None else as_square_symmetric(M0, "M0", d=d, psd=True)
+    coarse = M0 is None and X.shape[0] > COARSE_MIN_POINTS
+    if coarse:
+        M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin)
+        # near the optimum, so the first W holds every triplet near the margin (a small first W lets
+        # the restricted optimum collapse M: measured at 5,000 points, W = 5,000 took the full
+        # objective from the start's to 6e2 times it)
+        options.setdefault("max_add", 0)
+    elif M0 is None:
+        M0 = lmnn_start(X, search.target_pairs, margin)
+    else:
+        M0 = as_square_symmetric(M0, "M0", d=d, psd=True)
     pull = lmnn_pull_model(X, search.target_pairs, regularization)
     wh = PullWhitening.of(pull) if whiten else None
     if wh is not None:
