@@ -219,7 +219,10 @@ def gaussian_classes(n: int, d: int, n_classes: int = 10, *, n_informative: int 
     n_classes = check_int_in_range(n_classes, "n_classes", 2)
     n = check_int_in_range(n, "n", n_classes)
     n_informative = check_int_in_range(n_informative, "n_informative", 1)
-    d = check_int_in_range(d, "d", n_informative)
+    d = check_int_in_range(d, "d", 1)
+    if d < n_informative:
+        raise ValueError(f"d must be at least n_informative (the class means span n_informative of the d "
+                         f"directions); got d={d}, n_informative={n_informative}")
     separation = check_positive(separation, "separation")
     rng = as_rng(seed)
     y = rng.permutation(np.arange(n) % n_classes)
