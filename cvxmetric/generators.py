@@ -128,11 +128,34 @@ def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
     for idx in members.values():
         Z = X[idx]
         sq = np.einsum("ij,ij->i", Z, Z)
-        D = sq[:, None] + sq[None, :] - 2 * Z @ Z.T
-        np.fill_diagonal(D, np.inf)
         k_c = min(k, idx.size - 1)
-        order = np.argsort(D, axis=1, kind="stable")[:, :k_c]
-        out[idx, :k_c] = idx[order]
+        if k_c == 0:
+            continue
+        step = max(1, _TARGET_BLOCK_ELEMENTS // idx.size)
+        for start in range(0, idx.size, step):
+            rows = np.arange(start, min(idx.size, start + step))
+            D = sq[rows, None] + sq[None, :] - 2 * Z[rows] @ Z.T
+            D[np.arange(rows.size), rows] = np.inf
+            out[idx[rows], :k_c] = idx[_nearest_first(D, k_c)]
+    return out
+
+
+#: Entries of one (rows x class size) block of squared distances in :func:`target_neighbors` (32 MB).
+_TARGET_BLOCK_ELEMENTS = 2 ** 22
+
+
+def _nearest_first(D: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of the ``k`` smallest entries of each row of ``D``, smallest first, ties by
+    column index: ``np.argsort(D, axis=1, kind="stable")[:, :k]`` without sorting whole rows."""
+    kth = np.partition(D, k - 1, axis=1)[:, k - 1]
+    r, c = np.nonzero(D <= kth[:, None])   # k per row, more where the k-th value ties
+    order = np.lexsort((c, D[r, c], r))
+    r, c = r[order], c[order]
+    first = np.searchsorted(r, np.arange(D.shape[0]))
+    rank = np.arange(r.size) - first[r]
+    keep = rank < k
+    out = np.empty((D.shape[0], k), dtype=np.int64)
+    out[r[keep], rank[keep]] = c[keep]
     return out
 
 

@@ -120,3 +120,13 @@ def test_default_start_below_the_coarse_size_is_unchanged(monkeypatch):
     with pytest.warns(ConvergenceWarning):
         solve_lmnn(X, y, 3, method="pdhg", max_iter=16)
     assert not called
+
+
+def test_target_selection_breaks_ties_by_index_like_a_stable_sort():
+    """The partial selection behind target_neighbors equals a stable full sort, ties included."""
+    from cvxmetric.generators import _nearest_first
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        D = rng.integers(0, 4, size=(7, 9)).astype(float)   # many ties
+        k = int(rng.integers(1, 9))
+        np.testing.assert_array_equal(_nearest_first(D, k), np.argsort(D, axis=1, kind="stable")[:, :k])
