@@ -70,6 +70,22 @@ def test_chunked_search_equals_dense_search(seed, chunk_elements):
         np.testing.assert_allclose(marg, dense_marg, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("offset, scales", [(1e6, [1.0, 1.0, 1.0]), (0.0, [1e-4, 1.0, 1e4]), (1e3, [1e-3, 1.0, 1e3])])
+def test_single_precision_block_loses_no_triplet(offset, scales):
+    """Far from the origin and at mixed feature scales (where float32 products of the raw points
+    would cancel), the search still equals the exact dense enumeration."""
+    rng = np.random.default_rng(11)
+    y = np.repeat(np.arange(3), 15)
+    X = offset + (rng.standard_normal((45, 3)) + 0.7 * y[:, None]) * np.array(scales)
+    search = ImpostorSearch(X, y, 2, margin=1.0)
+    for M in (np.diag(1.0 / np.array(scales) ** 2), np.eye(3) / max(scales) ** 2):
+        L = psd_factor(M)
+        codes, marg = search.violated_codes(L, return_margins=True)
+        dense, dense_marg = _dense_violated(X, y, search.targets, L, 1.0)
+        np.testing.assert_array_equal(search.decode(codes), dense)
+        np.testing.assert_allclose(marg, dense_marg, rtol=1e-8, atol=1e-8)
+
+
 def test_stratified_subsample_keeps_every_class():
     y = np.array([0] * 9 + [1] * 2 + [2])
     sub = stratified_subsample(y, 4)
