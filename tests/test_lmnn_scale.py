@@ -118,6 +118,7 @@ def test_full_set_certificate_brackets_the_cvxpy_optimum(small_coarse, seed):
     X, y = gaussian_classes(80, 3, 3, n_informative=2, seed=seed)
     res = solve_lmnn(X, y, 3, method="pdhg", tol=1e-3, certificate_tol=1e-3)
     assert res.converged and res.certified_gap <= 1e-3
+    assert res.info["start"] == "coarse_start" and res.info["start_seconds"] > 0
     form = build_lmnn(X, y, n_neighbors=3, regularization=0.5, margin=1.0)
     truth = solve_certified(form, 1e-6)
     assert truth.rung is not None
@@ -134,8 +135,10 @@ def test_default_start_below_the_coarse_size_is_unchanged(monkeypatch):
     called = []
     monkeypatch.setattr(lmnn_solvers, "coarse_start", lambda *a, **k: called.append(1))
     with pytest.warns(ConvergenceWarning):
-        solve_lmnn(X, y, 3, method="pdhg", max_iter=16)
-    assert not called
+        res = solve_lmnn(X, y, 3, method="pdhg", max_iter=16)
+    assert not called and res.info["start"] == "lmnn_start"
+    with pytest.warns(ConvergenceWarning):
+        assert solve_lmnn(X, y, 3, method="pdhg", max_iter=16, M0=np.eye(3)).info["start"] == "given"
 
 
 def test_target_selection_breaks_ties_by_index_like_a_stable_sort():
