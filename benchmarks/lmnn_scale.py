@@ -127,9 +127,25 @@ def patch_pylmnn(python: Path) -> None:
     where = subprocess.run([str(python), "-c", "import importlib.util as u; "
                             "print(u.find_spec('pylmnn').submodule_search_locations[0])"],
                            check=True, capture_output=True, text=True).stdout.strip()
-    init, lmnn = Path(where) / "__init__.py", Path(where) / "lmnn.py"
-    init.write_text(init.read_text().replace("from .bayesopt import find_hyperparams\n", ""))
-    lmnn.write_text(lmnn.read_text().replace("'x0': transformation,", "'x0': transformation.ravel(),"))
+    patch_pylmnn_files(Path(where))
+
+
+#: The text replacements of :func:`patch_pylmnn_files`: file -> (old, new).
+PYLMNN_PATCHES = {"__init__.py": ("from .bayesopt import find_hyperparams\n", ""),
+                  "lmnn.py": ("'x0': transformation,", "'x0': transformation.ravel(),")}
+
+
+def patch_pylmnn_files(package: Path) -> None:
+    """Apply :data:`PYLMNN_PATCHES` to the pylmnn package folder ``package`` (a file already patched
+    is left as it is; a file holding neither text is an error: another pylmnn release)."""
+    for name, (old, new) in PYLMNN_PATCHES.items():
+        path = package / name
+        text = path.read_text()
+        if old in text:
+            path.write_text(text.replace(old, new))
+        elif new and new not in text or not new and "bayesopt" in text:
+            raise RuntimeError(f"{path} does not hold {old!r}: not the pylmnn release this benchmark patches "
+                               f"({PEER_PACKAGES})")
 
 
 def ensure_venv(venv: Path) -> Path:
