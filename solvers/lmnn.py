@@ -59,7 +59,7 @@ from typing import Optional
 
 import numpy as np
 
-from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, check_method_options,
+from cvxmetric._checks import (as_data_matrix, as_labels, as_square_symmetric, check_bool, check_method_options,
                                keyword_options)
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model, lmnn_start)
@@ -183,7 +183,7 @@ def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, mar
         :data:`COARSE_MIN_POINTS` points.
     """
     X = as_data_matrix(X)
-    y = np.asarray(y)
+    y = as_labels(y, X.shape[0])
     if X.shape[0] <= COARSE_MIN_POINTS:
         search = ImpostorSearch(X, y, n_neighbors, margin=margin)
         return lmnn_start(X, search.target_pairs, margin)
@@ -350,10 +350,11 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     start, t_start = ("given" if M0 is not None else "coarse_start" if coarse else "lmnn_start"), time.perf_counter()
     if coarse:
         M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin)
-        # near the optimum, so the first W holds every triplet near the margin (a small first W lets
-        # the restricted optimum collapse M: measured at 5,000 points, W = 5,000 took the full
-        # objective from the start's to 6e2 times it)
-        options.setdefault("max_add", 0)
+        if method == "pdhg":
+            # near the optimum, so the first W holds every triplet near the margin (a small first W
+            # lets the restricted optimum collapse M: measured at 5,000 points, a first W of 5,000
+            # triplets took the full objective to 6e2 times the optimum's, 3.4e7 against 5.3e4)
+            options.setdefault("max_add", 0)
     elif M0 is None:
         M0 = lmnn_start(X, search.target_pairs, margin)
     else:

@@ -149,3 +149,9 @@ def test_target_selection_breaks_ties_by_index_like_a_stable_sort():
         D = rng.integers(0, 4, size=(7, 9)).astype(float)   # many ties
         k = int(rng.integers(1, 9))
         np.testing.assert_array_equal(_nearest_first(D, k), np.argsort(D, axis=1, kind="stable")[:, :k])
+
+
+def test_subgradient_method_takes_the_coarse_start_too(small_coarse):
+    X, y = gaussian_classes(80, 3, 3, n_informative=2, seed=3)
+    res = solve_lmnn(X, y, 3, method="subgradient", tol=1e-2)
+    assert res.info["start"] == "coarse_start" and res.converged
