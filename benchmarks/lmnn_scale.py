@@ -26,8 +26,9 @@ rotated, unevenly scaled noise, seed ``--seed``). The problem: LMNN with ``n_nei
   BLAS thread, the two side by side (each in its own process: their CPU seconds do not depend on
   it), fit capped at ``--cap`` CPU seconds (a capped run is scored at its last accepted
   iterate). Seconds are CPU seconds of the process beside ours (on a shared machine the wall-clock
-  figure adds the waiting for a core; ours is printed both ways). pylmnn 1.6 imports GPyOpt in its package ``__init__`` and passes a 2-D ``x0`` to
-  :func:`scipy.optimize.minimize`, which current scipy rejects; the benchmark patches the
+  figure adds the waiting for a core; ours is printed both ways). pylmnn 1.6 imports GPyOpt in its
+  package ``__init__`` and passes a 2-D ``x0`` to :func:`scipy.optimize.minimize`, which current
+  scipy rejects; the benchmark patches the
   installed copy in that environment (the import dropped, ``x0`` flattened). Nothing of either
   peer is kept in this repository.
 
@@ -182,9 +183,27 @@ def run_ours(X: np.ndarray, y: np.ndarray, tol: float) -> dict:
     from cvxmetric.problems import LMNN
     t0, c0 = time.perf_counter(), time.process_time()
     res = LMNN(X, y, n_neighbors=N_NEIGHBORS, regularization=REGULARIZATION).solve(tol=tol, certificate_tol=tol)
-    return {"time": time.perf_counter() - t0, "cpu": time.process_time() - c0, "n_iter": res.n_iter, "gap": res.certified_gap,
+    return {"time": time.perf_counter() - t0, "cpu": time.process_time() - c0, "n_iter": res.n_iter,
+            "gap": res.certified_gap,
             "objective": res.objective, "lower": res.lower_bound, "converged": res.converged, "M": res.M,
             "triplets": res.info["n_triplets"], "working_set": res.info["working_set_size"]}
+
+
+def ours_cells(n: int, d: int, ours: dict) -> str:
+    """The row's first columns: the data and our run (``*``: the gap is not within tol)."""
+    gap = f"{ours['gap']:.1e}" + ("" if ours["converged"] else "*")
+    return (f"{n:>7} {d:>4} {ours['triplets']:>9.2e} | {ours['time']:>7.1f} {ours['cpu']:>6.1f} {ours['n_iter']:>4} "
+            f"{gap:>8} {ours['objective']:>11.6g} {ours['lower']:>11.6g}")
+
+
+def peer_cells(run: dict, search: ImpostorSearch) -> str:
+    """A peer's columns: its CPU seconds and our objective at its metric."""
+    if "error" in run:
+        return f" | {'failed':>20} {run['error'][:11]:>11}"
+    with threadpool_limits(limits=1, user_api="blas"):
+        value = search.objective(run["L"].T @ run["L"], REGULARIZATION)
+    seconds = f"{run['cpu']:.1f}" + (" (capped)" if run["capped"] else "")
+    return f" | {seconds:>20} {value:>11.6g}"
 
 
 def main(argv=None) -> int:
@@ -203,7 +222,8 @@ def main(argv=None) -> int:
     print(f"LMNN, gaussian_classes (10 classes, seed {args.seed}), n_neighbors {N_NEIGHBORS}, regularization "
           f"{REGULARIZATION}, margin 1; ours to a certified gap of {args.tol:g}, peers capped at {args.cap:g} CPU s; "
           "every objective is ours over the full triplet set; one BLAS thread")
-    head = f"{'points':>7} {'d':>4} {'triplets':>9} | {'ours s':>7} {'cpu s':>6} {'it':>4} {'gap':>8} {'objective':>11} {'bound':>11}"
+    head = (f"{'points':>7} {'d':>4} {'triplets':>9} | {'ours s':>7} {'cpu s':>6} {'it':>4} {'gap':>8} "
+            f"{'objective':>11} {'bound':>11}")
     head += "".join(f" | {p + ' cpu s':>20} {'objective':>11}" for p in peers)
     print(head, flush=True)
     for n in args.sizes:
@@ -211,21 +231,11 @@ def main(argv=None) -> int:
             X, y = gaussian_classes(n, d, N_CLASSES, seed=args.seed)
             with threadpool_limits(limits=1, user_api="blas"):
                 ours = run_ours(X, y, args.tol)
-            gap = f"{ours['gap']:.1e}" + ("" if ours["converged"] else "*")
-            line = (f"{n:>7} {d:>4} {ours['triplets']:>9.2e} | {ours['time']:>7.1f} {ours['cpu']:>6.1f} {ours['n_iter']:>4} {gap:>8} "
-                    f"{ours['objective']:>11.6g} {ours['lower']:>11.6g}")
+            print(ours_cells(n, d, ours), end="", flush=True)   # the peers' cells follow on the line
             search = ImpostorSearch(X, y, N_NEIGHBORS)
             with ThreadPoolExecutor(max_workers=max(1, len(peers))) as pool:   # each in its own process
                 runs = list(pool.map(lambda peer: run_peer(python, peer, X, y, args.cap), peers))
-            for r in runs:
-                if "error" in r:
-                    line += f" | {'failed':>20} {r['error'][:11]:>11}"
-                    continue
-                with threadpool_limits(limits=1, user_api="blas"):
-                    value = search.objective(r["L"].T @ r["L"], REGULARIZATION)
-                seconds = f"{r['cpu']:.1f}" + (" (capped)" if r["capped"] else "")
-                line += f" | {seconds:>20} {value:>11.6g}"
-            print(line, flush=True)
+            print("".join(peer_cells(r, search) for r in runs), flush=True)
     print("ours: seconds end to end (target neighbours, the coarse start, every full impostor pass) and the process's "
           "CPU seconds (one BLAS thread: the wall-clock figure less the waiting of a shared machine), PDHG iterations "
           "on the full data, certified relative gap (* not within tol), objective and lower bound over the full "
