@@ -227,8 +227,8 @@ def gaussian_classes(n: int, d: int, n_classes: int = 10, *, n_informative: int 
     Notes
     -----
     With :math:`Q` a random orthogonal d x d matrix, standard deviations :math:`s_t` drawn
-    log-uniformly from :math:`[1/4, 4]` and class means :math:`\mu_c = 	ext{separation}\,(g_c, 0)`,
-    :math:`g_c \sim N(0, I_{	ext{n\_informative}})`,
+    log-uniformly from :math:`[1/4, 4]` and class means :math:`\mu_c = \text{separation}\,(g_c, 0)`,
+    :math:`g_c \sim N(0, I_{\text{n\_informative}})`,
 
     .. math::
         x_i = Q\,(\mu_{y_i} + s \circ z_i), \qquad z_i \sim N(0, I_d).

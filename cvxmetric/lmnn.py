@@ -35,7 +35,7 @@ __all__ = ["lmnn_model", "lmnn_pull_model", "lmnn_start", "check_lmnn_params", "
            "too_many_triplets_message", "CHUNK_ELEMENTS", "CANDIDATE_ROUNDINGS",
            "MAX_WORKING_TRIPLETS", "DIAGNOSIS_POINTS"]
 
-#: Entries of one (rows x n) block of squared distances in the impostor search (32 MB of float64).
+#: Entries of one (rows x n) block of squared distances in the impostor search (16 MB of float32).
 CHUNK_ELEMENTS = 2 ** 22
 #: The block distances come from the expansion ||a||^2 + ||b||^2 - 2 a.b with the product a.b in
 #: single precision (half the time and memory traffic of the search's one O(n^2 r) step). For
