@@ -11,6 +11,14 @@ def test_ours_only_row_is_certified(capsys):
     assert len(row) == 1 and "*" not in row[0], out   # certified within tol
 
 
+def test_a_failing_size_is_a_row_with_its_reason(capsys, monkeypatch):
+    def refuse(X, y, tol):
+        raise RuntimeError("the working set would grow too large")
+    monkeypatch.setattr(lmnn_scale, "run_ours", refuse)
+    assert lmnn_scale.main(["--sizes", "100", "--d", "10", "--peers", "none"]) == 0
+    assert "failed: the working set would grow too large" in capsys.readouterr().out
+
+
 def test_pylmnn_patch_applies_once_and_refuses_another_release(tmp_path):
     (tmp_path / "__init__.py").write_text("from .lmnn import LargeMarginNearestNeighbor\n"
                                           "from .bayesopt import find_hyperparams\n")
