@@ -30,7 +30,11 @@ first full passes meet a number of triplets near the margin that grows like n^2,
 about like n. The certificate is unchanged: the full objective comes from an exhaustive impostor
 search at the returned M and the bound from the zero-padded multipliers, valid for the full
 triplet set whatever the working set held. Measured on :func:`cvxmetric.generators.gaussian_classes`
-(``python -m benchmarks.lmnn_scale``).
+(``python -m benchmarks.lmnn_scale``: 20,000 points, d = 50, 1.08e9 triplets, tol 1e-2, one BLAS
+thread): certified gap 2.0e-3 after 32 PDHG iterations on the full data (2 rounds, working set
+1.3e6 triplets), 61.7 CPU seconds in all, of which the two coarse levels (1,250 and 5,000 points)
+take about 19. At d = 100 the working set outgrows :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`
+(2.2e6 triplets: it stores two d-vectors per triplet).
 
 With ``whiten=True`` (default, both methods) the method runs in the coordinates where the pull
 term is the trace (:class:`PullWhitening`): the same program, certificate and triplets, and the
