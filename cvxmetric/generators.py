@@ -25,6 +25,7 @@ __all__ = [
     "relative_attribute_quadruplets",
     "sample_quadruplet_indices",
     "triplets_from_labels",
+    "gaussian_classes",
 ]
 
 
@@ -127,11 +128,34 @@ def target_neighbors(X, y, n_neighbors: int) -> np.ndarray:
     for idx in members.values():
         Z = X[idx]
         sq = np.einsum("ij,ij->i", Z, Z)
-        D = sq[:, None] + sq[None, :] - 2 * Z @ Z.T
-        np.fill_diagonal(D, np.inf)
         k_c = min(k, idx.size - 1)
-        order = np.argsort(D, axis=1, kind="stable")[:, :k_c]
-        out[idx, :k_c] = idx[order]
+        if k_c == 0:
+            continue
+        step = max(1, _TARGET_BLOCK_ELEMENTS // idx.size)
+        for start in range(0, idx.size, step):
+            rows = np.arange(start, min(idx.size, start + step))
+            D = sq[rows, None] + sq[None, :] - 2 * Z[rows] @ Z.T
+            D[np.arange(rows.size), rows] = np.inf
+            out[idx[rows], :k_c] = idx[_nearest_first(D, k_c)]
+    return out
+
+
+#: Entries of one (rows x class size) block of squared distances in :func:`target_neighbors` (32 MB).
+_TARGET_BLOCK_ELEMENTS = 2 ** 22
+
+
+def _nearest_first(D: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of the ``k`` smallest entries of each row of ``D``, smallest first, ties by
+    column index: ``np.argsort(D, axis=1, kind="stable")[:, :k]`` without sorting whole rows."""
+    kth = np.partition(D, k - 1, axis=1)[:, k - 1]
+    r, c = np.nonzero(D <= kth[:, None])   # k per row, more where the k-th value ties
+    order = np.lexsort((c, D[r, c], r))
+    r, c = r[order], c[order]
+    first = np.searchsorted(r, np.arange(D.shape[0]))
+    rank = np.arange(r.size) - first[r]
+    keep = rank < k
+    out = np.empty((D.shape[0], k), dtype=np.int64)
+    out[r[keep], rank[keep]] = c[keep]
     return out
 
 
@@ -173,6 +197,64 @@ def lmnn_constraints(X, y, n_neighbors: int, *, regularization: float = 0.5, mar
         rows.append(np.column_stack([np.full(others.size, a), np.full(others.size, b), others]))
     trip = np.concatenate(rows) if rows else np.zeros((0, 3), dtype=np.int64)
     return tg, ConstraintSet.from_triplets(trip, delta=margin, weight=1.0 - regularization)
+
+
+def gaussian_classes(n: int, d: int, n_classes: int = 10, *, n_informative: int = 10, separation: float = 1.0,
+                     seed=None) -> tuple[np.ndarray, np.ndarray]:
+    r"""Overlapping Gaussian classes under a rotated, unevenly scaled noise: LMNN data of any size.
+
+    Parameters
+    ----------
+    n : int
+        Points (>= ``n_classes``); the classes are balanced (sizes differ by at most one).
+    d : int
+        Features (>= ``n_informative``).
+    n_classes : int
+        Classes (>= 2).
+    n_informative : int
+        Dimension of the subspace holding the class means (1 .. d).
+    separation : float
+        Standard deviation of the class means along each informative direction, in units of the
+        noise's median standard deviation (> 0); about 1 leaves the classes overlapping.
+    seed : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    X : ndarray, shape (n, d)
+    y : ndarray of int, shape (n,)
+        Labels ``0 .. n_classes - 1`` in random order.
+
+    Notes
+    -----
+    With :math:`Q` a random orthogonal d x d matrix, standard deviations :math:`s_t` drawn
+    log-uniformly from :math:`[1/4, 4]` and class means :math:`\mu_c = \text{separation}\,(g_c, 0)`,
+    :math:`g_c \sim N(0, I_{\text{n\_informative}})`,
+
+    .. math::
+        x_i = Q\,(\mu_{y_i} + s \circ z_i), \qquad z_i \sim N(0, I_d).
+
+    The class means span ``n_informative`` directions while the noise spreads over all ``d``, so
+    the Euclidean metric mixes the classes and a learned metric separates them better, yet not
+    fully: nearest neighbours of other classes (LMNN's impostors) exist at every size. Measured
+    (``n = 4000, d = 50``, seed 0, 3-fold 3-NN accuracy): separation 1 gives 0.26 in the
+    Euclidean metric and 0.81 after linear discriminant analysis.
+    """
+    n_classes = check_int_in_range(n_classes, "n_classes", 2)
+    n = check_int_in_range(n, "n", n_classes)
+    n_informative = check_int_in_range(n_informative, "n_informative", 1)
+    d = check_int_in_range(d, "d", 1)
+    if d < n_informative:
+        raise ValueError(f"d must be at least n_informative (the class means span n_informative of the d "
+                         f"directions); got d={d}, n_informative={n_informative}")
+    separation = check_positive(separation, "separation")
+    rng = as_rng(seed)
+    y = rng.permutation(np.arange(n) % n_classes)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    scales = np.exp(rng.uniform(np.log(0.25), np.log(4.0), d))
+    means = np.zeros((n_classes, d))
+    means[:, :n_informative] = separation * rng.standard_normal((n_classes, n_informative))
+    X = (means[y] + scales * rng.standard_normal((n, d))) @ Q.T
+    return X, y
 
 
 def sample_quadruplet_indices(n: int, m: int, seed=None) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 * ``init`` is the solver's start (from metric-learn's initial map ``L0``, chosen by
   :func:`initial_components` with metric-learn's ``"auto"`` rule; LMNN starts from the direction
-  ``L0.T @ L0`` scaled to the data's units): a convex problem has the same optimum from any start,
+  ``L0.T @ L0`` scaled to the data's units; the identity leaves the start to the solver, which on
+  many points starts from a subsample's solution): a convex problem has the same optimum from any start,
   so ``init`` changes the iterations, never the certified result beyond its tolerance.
 * ``n_components`` keeps the ``n_components`` leading eigen-directions of the certified ``M`` in
   ``components_`` (see :func:`truncated_components`).

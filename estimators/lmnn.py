@@ -20,7 +20,8 @@ __all__ = ["LMNN"]
 def _start(init, X, y, n_neighbors, margin, n_components, random_state):
     """The solver's start from metric-learn's ``init``: the direction ``L0.T @ L0`` of its initial
     map scaled to the data's units (:func:`cvxmetric.lmnn.lmnn_start`); None for the full identity,
-    which is the solver's own start."""
+    which leaves the start to the solver (the same scaled identity, or on many points the solution of
+    a subsample, :func:`cvxmetric.solvers.lmnn.coarse_start`)."""
     L0 = initial_components(init, X, y, n_components, random_state)
     if L0.shape == (X.shape[1],) * 2 and np.array_equal(L0, np.eye(X.shape[1])):
         return None

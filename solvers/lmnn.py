@@ -24,6 +24,18 @@ The model is a :class:`~cvxmetric.models.HingeModel` (the "pull" linear term and
   ``impostors="materialised"``: the rows of :func:`cvxmetric.lmnn.lmnn_model`
   (:class:`~cvxmetric.solvers.working_set.ModelPool`).
 
+On many points (more than :data:`COARSE_MIN_POINTS`) the default start is the solution on a
+class-stratified subsample (:func:`coarse_start`, recursively): from the Euclidean start the
+first full passes meet a number of triplets near the margin that grows like n^2, near the optimum
+about like n. The certificate is unchanged: the full objective comes from an exhaustive impostor
+search at the returned M and the bound from the zero-padded multipliers, valid for the full
+triplet set whatever the working set held. Measured on :func:`cvxmetric.generators.gaussian_classes`
+(``python -m benchmarks.lmnn_scale``: 20,000 points, d = 50, 1.08e9 triplets, tol 1e-2, one BLAS
+thread): certified gap 2.0e-3 after 32 PDHG iterations on the full data (2 rounds, working set
+1.3e6 triplets), 61.7 CPU seconds in all, of which the two coarse levels (1,250 and 5,000 points)
+take about 19. At d = 100 the working set outgrows :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`
+(2.2e6 triplets: it stores two d-vectors per triplet).
+
 With ``whiten=True`` (default, both methods) the method runs in the coordinates where the pull
 term is the trace (:class:`PullWhitening`): the same program, certificate and triplets, and the
 result, the reported models and the callback's M are mapped back to the original coordinates
@@ -44,16 +56,19 @@ from __future__ import annotations
 
 
 import dataclasses
+import time
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
-from cvxmetric._checks import (as_data_matrix, as_square_symmetric, check_bool, check_method_options,
+from cvxmetric._checks import (as_data_matrix, as_labels, as_square_symmetric, check_bool, check_method_options,
                                keyword_options)
 from cvxmetric.lmnn import (MAX_WORKING_TRIPLETS, ImpostorSearch, check_lmnn_params, impostor_oracle,
                             lmnn_model, lmnn_pull_model, lmnn_start)
 from cvxmetric.certificates import ZERO_OPTIMUM_RTOL
+from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.linalg import symmetrize
 from cvxmetric.models import HingeModel
 
@@ -61,7 +76,8 @@ from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
 from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ImpostorPool, ModelPool, solve_working_set
 
-__all__ = ["solve_lmnn", "PullWhitening", "IMPOSTOR_MODES", "METHODS", "DEFAULT_METHOD", "PDHG_CHECK_EVERY", "PDHG_MAX_ADD"]
+__all__ = ["solve_lmnn", "PullWhitening", "coarse_start", "stratified_subsample", "IMPOSTOR_MODES", "METHODS",
+           "DEFAULT_METHOD", "PDHG_CHECK_EVERY", "PDHG_MAX_ADD", "COARSE_MIN_POINTS", "COARSE_FACTOR", "COARSE_TOL"]
 
 #: How the triplet set is handled.
 IMPOSTOR_MODES = ("search", "materialised")
@@ -87,6 +103,21 @@ PDHG_CHECK_EVERY = 64
 #: additions save rounds: digits, tol 1e-2, one loaded run each: 2,000: 7 rounds, 128 PDHG
 #: iterations, 3.7 s; 5,000: 5 rounds, 80 iterations, 2.0 s; 10,000: 2.1-2.5 s; 20,000: 2.3 s.
 PDHG_MAX_ADD = 5000
+#: Data with more points than this start (by default) from the solution on a subsample
+#: (:func:`coarse_start`). At the identity start the number of triplets near the margin grows
+#: like n^2 (every impostor within the unit-scale radius), while at the optimum it grows about
+#: like n (measured on :func:`cvxmetric.generators.gaussian_classes`, d = 50: 53,408 violated
+#: triplets at 2,000 points, 106,241 at 5,000), so the first passes from the identity dominate:
+#: at 5,000 points they took 280 of 320 s (rounds 1-5, scans of millions of triplets). Near the
+#: threshold the coarse start still pays (tol 1e-2, CPU seconds, one BLAS thread): 1,600 points
+#: 3.8 s, 2 rounds against 4.9 s, 7 rounds from :func:`~cvxmetric.lmnn.lmnn_start`; 2,000 points
+#: 10.5 s, 3 rounds against 14.2 s, 8 rounds.
+COARSE_MIN_POINTS = 1500
+#: A coarse level keeps one point in this many (per class).
+COARSE_FACTOR = 4
+#: The certified relative gap a coarse level is solved to: its M is only a start, and the next
+#: level's optimum differs from it by more than this anyway (another sample).
+COARSE_TOL = 5e-2
 
 
 @dataclass(frozen=True)
@@ -136,6 +167,44 @@ class PullWhitening:
     def from_white(self, Mw: np.ndarray) -> np.ndarray:
         """:math:`M = W M' W^\top` (PSD when M' is)."""
         return symmetrize(self.W @ Mw @ self.W.T)
+
+
+def stratified_subsample(y: np.ndarray, factor: int) -> np.ndarray:
+    """Indices (sorted) of every ``factor``-th point of each class, in index order: one in
+    ``factor`` points of every class (at least one), deterministic."""
+    keep = [np.flatnonzero(y == c)[::factor] for c in np.unique(y)]
+    return np.sort(np.concatenate(keep))
+
+
+def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> np.ndarray:
+    r"""A start for LMNN on many points: the solution on a class-stratified subsample.
+
+    The subsample keeps one point in :data:`COARSE_FACTOR` of every class
+    (:func:`stratified_subsample`); its LMNN problem (its own target neighbours) is solved by
+    ``method="pdhg"`` to the certified gap :data:`COARSE_TOL`, itself started by this rule while it
+    has more than :data:`COARSE_MIN_POINTS` points, else from :func:`cvxmetric.lmnn.lmnn_start`.
+    LMNN's optimum depends on the sample mostly through its density, so the subsample's metric lies
+    near the full one's: the first full pass meets about as many triplets near the margin as the
+    optimum has, instead of the millions of the Euclidean start (see :data:`COARSE_MIN_POINTS`).
+    Only the start changes; the program and its certificate do not.
+
+    Returns
+    -------
+    ndarray, shape (d, d)
+        A PSD matrix; :func:`cvxmetric.lmnn.lmnn_start` when the data has at most
+        :data:`COARSE_MIN_POINTS` points.
+    """
+    X = as_data_matrix(X)
+    y = as_labels(y, X.shape[0])
+    if X.shape[0] <= COARSE_MIN_POINTS:
+        search = ImpostorSearch(X, y, n_neighbors, margin=margin)
+        return lmnn_start(X, search.target_pairs, margin)
+    sub = stratified_subsample(y, COARSE_FACTOR)
+    with warnings.catch_warnings():   # an uncertified coarse level is still a start
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = solve_lmnn(X[sub], y[sub], n_neighbors, regularization=regularization, margin=margin,
+                         method="pdhg", tol=COARSE_TOL, residual_tol=COARSE_TOL)
+    return res.M
 
 
 def _search_in(wh: Optional[PullWhitening], X, y, n_neighbors, margin, search: ImpostorSearch) -> ImpostorSearch:
@@ -225,7 +294,9 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         PSD start. Default: the Euclidean metric scaled to the data's units
         (:func:`cvxmetric.lmnn.lmnn_start`: a target neighbour at squared distance ``margin`` on
         average), so the solvers take the same path for X and s X; at M = 0 every triplet is
-        violated.
+        violated. Above :data:`COARSE_MIN_POINTS` points the default is :func:`coarse_start` (the
+        solution on a class-stratified subsample) and ``method="pdhg"``'s first working set holds
+        every triplet near the margin there (``max_add`` default 0, no cap).
     max_triplets : int, optional
         Bound on the working set of ``impostors="search"`` (default
         :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`); rejected with ``impostors="materialised"``.
@@ -260,6 +331,8 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         "certified_gap"``), ``info`` as in :func:`~cvxmetric.solvers.working_set.solve_working_set`
         plus ``n_triplets``, ``impostors`` and ``whitened`` (whether the loop ran whitened).
         Both methods with ``impostors="search"``: ``working_set``, the triplets of ``info["model"]``.
+        Both methods: ``start`` (``"given"``, ``"lmnn_start"`` or ``"coarse_start"``) and
+        ``start_seconds`` (the seconds spent finding the start, counted in ``time``).
 
     Notes
     -----
@@ -287,7 +360,20 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     max_triplets = MAX_WORKING_TRIPLETS if max_triplets is None else max_triplets
     d = X.shape[1]
     search = ImpostorSearch(X, y, n_neighbors, margin=margin)
-    M0 = lmnn_start(X, search.target_pairs, margin) if M0 is None else as_square_symmetric(M0, "M0", d=d, psd=True)
+    coarse = M0 is None and X.shape[0] > COARSE_MIN_POINTS
+    start, t_start = ("given" if M0 is not None else "coarse_start" if coarse else "lmnn_start"), time.perf_counter()
+    if coarse:
+        M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin)
+        if method == "pdhg":
+            # near the optimum, so the first W holds every triplet near the margin (a small first W
+            # lets the restricted optimum collapse M: measured at 5,000 points, a first W of 5,000
+            # triplets took the full objective to 6e2 times the optimum's, 3.4e7 against 5.3e4)
+            options.setdefault("max_add", 0)
+    elif M0 is None:
+        M0 = lmnn_start(X, search.target_pairs, margin)
+    else:
+        M0 = as_square_symmetric(M0, "M0", d=d, psd=True)
+    start_seconds = time.perf_counter() - t_start
     pull = lmnn_pull_model(X, search.target_pairs, regularization)
     wh = PullWhitening.of(pull) if whiten else None
     if wh is not None:
@@ -305,7 +391,9 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         res.info["whitened"] = False
     else:
         res = _unwhiten(res, wh, pull)
-    res.info.update({"n_triplets": search.n_triplets, "impostors": impostors})
+    res.info.update({"n_triplets": search.n_triplets, "impostors": impostors, "start": start,
+                     "start_seconds": start_seconds})
+    res = dataclasses.replace(res, time=res.time + start_seconds)
     if impostors == "search":
         res = dataclasses.replace(res, working_set=res.info["model"].constraints)
     return _with_zero_optimum_note(res, (1.0 - regularization) * margin * search.n_triplets)
