@@ -601,6 +601,9 @@ class PDHGState:
         self._KTy_exact = True   # False after a step that updated it (adjoint_update)
         self._KTy_stale = False  # True after a low-rank step, which does not form K'* y at all
         self._work, self._work2 = np.empty_like(self.y), np.empty_like(self.y)   # scratch of a step
+        # d x d scratch of a step (M+ - M, eta M): a fresh 8 MB array at d = 1000 costs its page
+        # faults at every step
+        self._work_dd = np.empty_like(self.M)
         self.n_iter = self.rejected = self.n_restarts = self.n_checks = 0
         self.n_weight_updates = 0   # primal-weight rebalancings so far (PRIMAL_WEIGHT_WARMUP)
         self.t_start = time.perf_counter() if t_start is None else t_start
@@ -714,7 +717,7 @@ class PDHGState:
         y_new += self.y
         np.clip(y_new, 0.0, self.cs, out=y_new)
         self.n_iter += 1
-        dM = M_new - self.M
+        dM = np.subtract(M_new, self.M, out=self._work_dd)
         dy = np.subtract(y_new, self.y, out=self._work)
         dK = np.subtract(KM_new, self.KM, out=self._work2)
         inter = abs(float(dK @ dy))
@@ -735,7 +738,7 @@ class PDHGState:
         self._KTy_sum_exact &= self._KTy_exact
         self.norm2 = max(float(lam[-1]), 0.0) if lam.size else 0.0
         self.w_sum += eta
-        self.M_sum += eta * self.M
+        self.M_sum += np.multiply(self.M, eta, out=self._work_dd)
         self.y_sum += np.multiply(self.y, eta, out=self._work)
         self.KM_sum += np.multiply(self.KM, eta, out=self._work)
         if self._KTy_sum_exact:
@@ -791,8 +794,8 @@ class PDHGState:
             basis = np.hstack([basis, self._rng.standard_normal((d, k - basis.shape[1]))])
         lam, V, ritz = rayleigh_ritz_positive(apply, basis[:, :k])
         self._basis = ritz[:, :self._block_size(lam.size)]
-        M_new = (V * lam) @ V.T
-        M_new = 0.5 * (M_new + M_new.T)
+        F = V * np.sqrt(lam)    # the Ritz values are positive
+        M_new = F @ F.T         # a symmetric rank-k product (syrk): symmetric to the last bit
         return M_new, lam[::-1].copy(), V[:, ::-1]
 
     # ------------------------------------------------------------------ scores and certificates
