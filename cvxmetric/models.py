@@ -495,31 +495,31 @@ class HingeModel:
         return self.regularizer(M) + float(self.coef @ np.maximum(self.margins(M), 0.0))
 
     def ray_minimum(self, linear: float, values: np.ndarray) -> tuple[float, float]:
-        r"""The best multiple of a PSD point on its ray, for q = 0: :math:`\min_{lpha \ge 0} f(lpha M)`.
+        r"""The best multiple of a PSD point on its ray, for q = 0: :math:`\min_{\alpha \ge 0} f(\alpha M)`.
 
         Parameters
         ----------
         linear : float
-            :math:`\langle R, Mangle`.
+            :math:`\langle R, M\rangle`.
         values : ndarray, shape (m,)
-            :math:`K M = (\langle M, A_cangle)_c`.
+            :math:`K M = (\langle M, A_c\rangle)_c`.
 
         Returns
         -------
         (alpha, value) : (float, float)
-            A minimizer :math:`lpha^\star` and :math:`f(lpha^\star M)` (computed from ``linear``
+            A minimizer :math:`\alpha^\star` and :math:`f(\alpha^\star M)` (computed from ``linear``
             and ``values``, so it equals ``value(alpha * M)`` up to round-off).
 
         Notes
         -----
-        With q = 0, :math:`\phi(lpha) = f(lpha M) = lpha \langle R, Mangle + \sum_c c_c
-        [\delta_c + lpha v_c]_+` is convex and piecewise linear in :math:`lpha \ge 0`, with kinks
-        at :math:`lpha_c = -\delta_c / v_c > 0`. Its minimum is at 0 or at the first kink where the
-        right slope :math:`\langle R, Mangle + \sum_{c 	ext{ active}} c_c v_c` turns
-        non-negative: one sort, :math:`O(m \log m)`. Every :math:`lpha M` is PSD, so the value is
+        With q = 0, :math:`\phi(\alpha) = f(\alpha M) = \alpha \langle R, M\rangle + \sum_c c_c
+        [\delta_c + \alpha v_c]_+` is convex and piecewise linear in :math:`\alpha \ge 0`, with kinks
+        at :math:`\alpha_c = -\delta_c / v_c > 0`. Its minimum is at 0 or at the first kink where the
+        right slope :math:`\langle R, M\rangle + \sum_{c \text{ active}} c_c v_c` turns
+        non-negative: one sort, :math:`O(m \log m)`. Every :math:`\alpha M` is PSD, so the value is
         an upper bound on p* as good as any scored point's (no certificate rests on the point).
         Where :math:`\phi` decreases without end (the model is unbounded below along the ray) the
-        returned :math:`lpha` is 1.
+        returned :math:`\alpha` is 1.
         """
         if self.q != 0:
             raise ValueError("ray_minimum is for q = 0 (a piecewise-linear ray); this model has q > 0")
