@@ -268,7 +268,7 @@ def run_ours(name: str, size: Size, time_limit: float) -> dict:
     # seconds to the first check whose best objective and best bound so far certify 1e-3
     best_f, best_lb, t_1e3 = math.inf, None, None
     for row in res.info["trace"]:
-        best_f = min(best_f, row[2], row[3])
+        best_f = min(best_f, row[2], row[3], row[9])   # row[9]: the best objective, rays included
         if row[4] is not None and (best_lb is None or row[4] > best_lb):
             best_lb = row[4]
         if t_1e3 is None and relative_gap(best_f, best_lb) <= 1e-3:

@@ -119,14 +119,14 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
     pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
-    # W X (sparse: one stored entry per pair; dense: n^2 d) and T = X^T (W X); the last term of
-    # pts_Kt is the degree term X^T diag(deg) X
+    # W X (sparse: one stored entry per pair; dense: n^2 d) and X^T Y; the last term of pts_Kt is
+    # Y = (deg / 2) X - W X
     laplacian_sparse = n_pairs * d * COST_SPARSE + n_points * d * d * COST_GEMM
     laplacian_dense = n_points * n_points * d * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
     # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
     use_dense = not build and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
     pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (laplacian_dense if use_dense else laplacian_sparse) \
-        + n_points * d * d * COST_GEMM
+        + n_points * d * COST_STREAM
     if build:
         extra = n_halves * COST_BUILD + n_points * d * COST_STREAM
         pts_K, pts_Kt = pts_K + extra, pts_Kt + extra
@@ -350,11 +350,13 @@ class PairTable:
         r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric.
 
         Through the weight matrix :math:`W` (:math:`W_{ab} = w_p` for pair p = (a, b), a < b) and the
-        weighted degrees :math:`\deg = W 1 + W^\top 1`: :math:`X^\top \mathcal{L}_w X =
-        X^\top \mathrm{diag}(\deg) X - T - T^\top` with :math:`T = X^\top (W X)`. W is sparse (CSR
-        on the table's pattern, :math:`O(P d)`), or with ``dense`` an (n, n) matrix kept between
-        calls (only its P entries are rewritten): one dense :math:`n^2 d` product, cheaper when the
-        pairs fill a good part of the n x n matrix (:func:`operator_costs`)."""
+        weighted degrees :math:`\deg = W 1 + W^\top 1`: :math:`\mathcal{L}_w = \mathrm{diag}(\deg) - W
+        - W^\top`, so with :math:`Y = (\tfrac12 \mathrm{diag}(\deg) - W) X`,
+        :math:`X^\top \mathcal{L}_w X = X^\top Y + Y^\top X`: one :math:`n d^2` product
+        :math:`X^\top Y` and its transpose. W is sparse (CSR on the table's pattern, :math:`O(P d)`), or
+        with ``dense`` an (n, n) matrix kept between calls (only its P entries are rewritten): one
+        dense :math:`n^2 d` product, cheaper when the pairs fill a good part of the n x n matrix
+        (:func:`operator_costs`)."""
         deg = np.bincount(self.pa, w, self.n) + np.bincount(self.pb, w, self.n)
         if dense:
             if self._W is None:
@@ -365,9 +367,11 @@ class PairTable:
             from scipy import sparse
 
             WX = sparse.csr_matrix((w, self.pb, self._indptr), shape=(self.n, self.n)) @ self.Xc
-        T = self.Xc.T @ WX
-        G = (self.Xc.T * deg) @ self.Xc - T - T.T
-        return 0.5 * (G + G.T)
+        Y = np.multiply(self.Xc, 0.5 * deg[:, None])
+        Y -= WX
+        G = self.Xc.T @ Y
+        G += G.T
+        return G
 
     def laplacian(self, w: np.ndarray, deg: np.ndarray | None = None):
         r"""The weighted Laplacian :math:`\mathcal{L}_w = \mathrm{diag}(\deg) - W - W^\top` (n x n,

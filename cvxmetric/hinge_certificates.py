@@ -58,6 +58,9 @@ REPAIR_OVERSHOOT = 1.05
 #: eigenvalues; measured on syn-d50-m10000 (PDHG candidates at every check): at 1e-6 the tail made
 #: the rank 36-50 instead of 30 and the polish failed; 1e-4 and 1e-3 found the range at every check.
 POLISH_RANK_RTOL = 1e-4
+#: Slack subtracted from the trace bound on the rank (:func:`range_rank_lower_bound`) before it is
+#: floored: far above the relative round-off (~k eps) of the trace and norm of a PSD point.
+RANK_BOUND_SLACK = 1e-6
 #: Free multipliers per complementarity equation (the constraints nearest their margin). Measured on
 #: syn-d50-m10000: 1.3x and 1.5x left S indefinite after the box clamps at most checks; 2x and 3x
 #: made S exactly PSD at every check from iteration 112 on (3x at 1.3x the time).
@@ -535,6 +538,11 @@ def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[P
         n_free = int(math.ceil(free_factor * n_eq))
         return (n_eq, n_free) if r > 0 and n_free <= model.m else None
 
+    # the number of equations grows with r (r k - r (r - 1) / 2, r <= k): a proven lower bound on the
+    # rank that already has too many equations rejects the polish without an eigendecomposition
+    r_low = range_rank_lower_bound(M_s)
+    if r_low > 0 and sizes(r_low) is None:
+        return None
     if sizes(_range_rank(np.linalg.eigvalsh(M_s))) is None:
         return None
     Q, r = _range_basis(model, M_s)
@@ -585,6 +593,27 @@ def _range_mask(lam: np.ndarray) -> np.ndarray:
     """The eigenvalues (ascending) of the range: above ``POLISH_RANK_RTOL`` times the largest."""
     lam_max = float(lam[-1]) if lam.size else 0.0
     return lam > POLISH_RANK_RTOL * lam_max if lam_max > 0 else np.zeros(lam.size, dtype=bool)
+
+
+def range_rank_lower_bound(M_s: np.ndarray) -> int:
+    r"""A lower bound on :func:`_range_rank` of the PSD ``M_s`` (k x k) from its trace and Frobenius
+    norm alone, :math:`O(k^2)`.
+
+    Notes
+    -----
+    With :math:`\lambda_1 \ge \dots \ge \lambda_k \ge 0` and r eigenvalues above
+    :math:`\rho\lambda_1` (:math:`\rho` = ``POLISH_RANK_RTOL``), :math:`\mathrm{tr} = \sum_i
+    \lambda_i \le r\lambda_1 + (k - r)\rho\lambda_1`, and :math:`\lambda_1 \le \|M_s\|_F`, so
+    :math:`r \ge (\mathrm{tr}/\|M_s\|_F - k\rho) / (1 - \rho)`. The bound is lowered by
+    ``RANK_BOUND_SLACK`` (round-off of the two sums and of a slightly indefinite M_s) and floored.
+    """
+    k = M_s.shape[0]
+    fro = float(np.linalg.norm(M_s))
+    if k == 0 or not fro > 0:
+        return 0
+    rho = POLISH_RANK_RTOL
+    bound = (float(np.trace(M_s)) / fro - k * rho) / (1.0 - rho)
+    return max(int(math.floor(bound - RANK_BOUND_SLACK)), 0)
 
 
 def _range_rank(lam: np.ndarray) -> int:

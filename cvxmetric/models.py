@@ -494,6 +494,61 @@ class HingeModel:
         M = np.asarray(M, dtype=np.float64)
         return self.regularizer(M) + float(self.coef @ np.maximum(self.margins(M), 0.0))
 
+    def ray_minimum(self, linear: float, values: np.ndarray) -> tuple[float, float]:
+        r"""The best multiple of a PSD point on its ray, for q = 0: :math:`\min_{\alpha \ge 0} f(\alpha M)`.
+
+        Parameters
+        ----------
+        linear : float
+            :math:`\langle R, M\rangle`.
+        values : ndarray, shape (m,)
+            :math:`K M = (\langle M, A_c\rangle)_c`.
+
+        Returns
+        -------
+        (alpha, value) : (float, float)
+            A minimizer :math:`\alpha^\star` and :math:`f(\alpha^\star M)` (computed from ``linear``
+            and ``values``, so it equals ``value(alpha * M)`` up to round-off).
+
+        Notes
+        -----
+        With q = 0, :math:`\phi(\alpha) = f(\alpha M) = \alpha \langle R, M\rangle + \sum_c c_c
+        [\delta_c + \alpha v_c]_+` is convex and piecewise linear in :math:`\alpha \ge 0`, with kinks
+        at :math:`\alpha_c = -\delta_c / v_c > 0`. Its minimum is at 0 or at the first kink where the
+        right slope :math:`\langle R, M\rangle + \sum_{c \text{ active}} c_c v_c` turns
+        non-negative: one sort, :math:`O(m \log m)`. Every :math:`\alpha M` is PSD, so the value is
+        an upper bound on p* as good as any scored point's (no certificate rests on the point).
+        Where :math:`\phi` decreases without end (the model is unbounded below along the ray) the
+        returned :math:`\alpha` is 1.
+        """
+        if self.q != 0:
+            raise ValueError("ray_minimum is for q = 0 (a piecewise-linear ray); this model has q > 0")
+        v = np.asarray(values, dtype=np.float64)
+        if v.shape != (self.m,):
+            raise ValueError(f"values must have shape ({self.m},) (K M); got {v.shape}")
+        coef, delta = self.coef, np.asarray(self.constraints.delta, dtype=np.float64)
+
+        def phi(a: float) -> float:
+            return a * linear + float(coef @ np.maximum(delta + a * v, 0.0))
+
+        active = (delta > 0) | ((delta == 0) & (v > 0))     # the active set just right of 0
+        slope = linear + float(coef[active] @ v[active])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kinks = -delta / v
+        cross = np.flatnonzero((v != 0) & (kinks > 0) & np.isfinite(kinks))
+        order = cross[np.argsort(kinks[cross], kind="stable")]
+        # at a kink, a constraint with v < 0 leaves the active set and one with v > 0 enters it:
+        # either way the slope grows by c |v|
+        slopes = slope + np.cumsum(coef[order] * np.abs(v[order]))
+        if slope >= 0.0:
+            alpha = 0.0
+        else:
+            turn = np.flatnonzero(slopes >= 0.0)
+            if turn.size == 0:
+                return 1.0, phi(1.0)
+            alpha = float(kinks[order[turn[0]]])
+        return alpha, phi(alpha)
+
 
 def pull_matrix(X, pairs) -> np.ndarray:
     r""":math:`\sum_{(i, j)} C_{ij}` over ``pairs`` (shape (p, 2)), computed from difference vectors."""

@@ -321,3 +321,26 @@ def test_repair_with_the_partial_eigensolver_is_the_full_one(y_scale, monkeypatc
     b_full, y_full = model.certify(y, upper=1e3)
     assert b_part == pytest.approx(b_full, rel=1e-9)
     np.testing.assert_allclose(y_part, y_full, rtol=1e-8, atol=1e-12 * float(np.max(model.coef)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_range_rank_lower_bound_is_below_the_counted_rank(seed):
+    """The trace bound on the range's dimension never exceeds the count of eigenvalues above
+    POLISH_RANK_RTOL of the largest, over flat, graded and tailed spectra."""
+    from cvxmetric.hinge_certificates import POLISH_RANK_RTOL, _range_rank, range_rank_lower_bound
+
+    rng = np.random.default_rng(seed)
+    k = 40
+    Q = np.linalg.qr(rng.standard_normal((k, k)))[0]
+    spectra = [np.r_[np.ones(12), np.zeros(k - 12)],
+               np.r_[np.geomspace(1.0, 1e-3, 20), np.zeros(k - 20)],
+               np.r_[rng.random(10) + 0.5, np.full(k - 10, 0.9 * POLISH_RANK_RTOL * 1.5)],
+               rng.random(k) ** 4]
+    for lam in spectra:
+        M = (Q * lam) @ Q.T
+        M = 0.5 * (M + M.T)
+        assert range_rank_lower_bound(M) <= _range_rank(np.linalg.eigvalsh(M))
+    # a flat spectrum of rank 12: tr / ||M||_F = sqrt(12) (||M||_F stands in for the largest eigenvalue)
+    assert range_rank_lower_bound(Q[:, :12] @ Q[:, :12].T) == math.floor(
+        (math.sqrt(12) - k * POLISH_RANK_RTOL) / (1 - POLISH_RANK_RTOL))
+    assert range_rank_lower_bound(np.zeros((k, k))) == 0

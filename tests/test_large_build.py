@@ -78,7 +78,9 @@ def test_pair_table_equals_a_direct_construction(seed):
         c = X[i] - X[j]
         ref += wp * np.outer(c, c)
     for dense in (False, True):
-        assert np.linalg.norm(table.laplacian_form(w, dense) - ref) <= RTOL * np.linalg.norm(ref)
+        G = table.laplacian_form(w, dense)
+        assert np.linalg.norm(G - ref) <= RTOL * np.linalg.norm(ref)
+        np.testing.assert_array_equal(G, G.T)   # X^T Y + (X^T Y)^T: symmetric to the last bit
 
 
 def test_points_path_forms_no_difference_vectors():

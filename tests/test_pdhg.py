@@ -259,7 +259,7 @@ BEFORE_STATE_OBJECT = {
 
 @pytest.mark.parametrize("case", BEFORE_STATE_OBJECT)
 def test_same_iterates_as_before_the_state_object(case, monkeypatch):
-    """With the repair at every check, no polish, the primal weight smoothed from the first
+    """With the repair at every check, no polish, no ray search, the primal weight smoothed from the first
     restart and 15 power iterations for the first step (as before), the same run: counters exactly,
     objective to round-off (the shared-point operators and the factor products differ from the
     difference vectors by round-off only). With the default schedule and the polish (the weight
@@ -272,6 +272,7 @@ def test_same_iterates_as_before_the_state_object(case, monkeypatch):
         mp.setattr(mod, "REPAIR_DECAY", math.inf)
         mp.setattr(mod, "REPAIR_BUDGET", math.inf)
         mp.setattr(mod, "POLISH_CERTIFICATE", False)
+        mp.setattr(mod, "BEST_ON_RAY", False)     # the best objective of the scored points only
         mp.setattr(mod, "PRIMAL_WEIGHT_WARMUP", 0)
         mp.setattr(mod, "POWER_ITERATIONS", 15)
         res = pdhg(CASES[case][0](0))
@@ -492,3 +493,44 @@ def test_far_scaled_data_certify_or_warn(scale):
         kinds = {type(w.message) for w in caught}
         assert kinds <= {ConvergenceWarning}, kinds
         assert res.converged or ConvergenceWarning in kinds
+
+
+# ----------------------------------------------------------------------------- best point on the ray
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_ray_minimum_matches_a_fine_grid(seed):
+    """min over alpha >= 0 of f(alpha M) (q = 0): its value is f at its alpha, and no alpha of a fine
+    grid (nor 0) does better."""
+    model = _synthetic(6, 2, 40, 120, "trace", 1.0, seed)
+    M = random_psd(6, rank=3, seed=seed)
+    alpha, value = model.ray_minimum(float(np.vdot(model.R, M)), model.geometry.values(M))
+    assert alpha >= 0.0
+    assert value == pytest.approx(model.value(alpha * M), rel=1e-12, abs=1e-12)
+    grid = np.concatenate([[0.0], np.linspace(0.0, 4.0 * max(alpha, 1.0), 4001)[1:]])
+    assert value <= min(model.value(a * M) for a in grid) + 1e-12 * abs(value)
+
+
+def test_ray_minimum_rejects_q_and_bad_values():
+    with pytest.raises(ValueError, match="q = 0"):
+        HingeModel(MODEL.geometry, MODEL.coef, MODEL.R, 1.0).ray_minimum(0.0, np.zeros(MODEL.m))
+    with pytest.raises(ValueError, match="values"):
+        MODEL.ray_minimum(0.0, np.zeros(MODEL.m + 1))
+
+
+def test_best_on_ray_leaves_the_iterates_and_only_lowers_the_best_objective(monkeypatch):
+    """The ray search changes no iterate (same objectives of the current point and the average at
+    every check) and the best objective it reports is never above the scored points'."""
+    import cvxmetric.solvers.pdhg as pdhg_module
+
+    model = _synthetic(8, 3, 60, 300, "trace", 1.0, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        on = pdhg(model, max_iter=96, tol=1e-8, projection="dense")
+        monkeypatch.setattr(pdhg_module, "BEST_ON_RAY", False)
+        off = pdhg(model, max_iter=96, tol=1e-8, projection="dense")
+    assert [row[2:4] for row in on.info["trace"]] == [row[2:4] for row in off.info["trace"]]
+    scored = math.inf
+    for row_on, row_off in zip(on.info["trace"], off.info["trace"]):
+        scored = min(scored, row_on[2], row_on[3])
+        assert row_on[9] <= scored and row_off[9] == scored
+    assert on.objective == pytest.approx(model.value(on.M), rel=1e-12)
+    assert on.objective <= off.objective * (1 + 1e-12)
