@@ -162,25 +162,43 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
         raise ValueError(f"the starting point gives dissimilar pair {q} distance 0, where g is not "
                          "differentiable: its difference lies in the null space of M0; pass an M0 whose range "
                          "contains every dissimilar difference (e.g. positive definite), or M0=None")
-    g = float(model.wD @ np.sqrt(D))
-    G = model.gradient(M, D)
-    t = 1.0 / max(float(np.linalg.norm(G)), 1e-300) * float(np.linalg.norm(M))
-    t_first = t
-    history = [g]
-    n_iter, projections = 0, 0
-    stop = "max_iter"
 
+    def gap(M, g, G):
+        return relative_gap(model.similar_sum(M) / g ** 2, model.ray_bound(g, G))
+
+    return _projected_ascent(M, D, model.wD, lambda Y: project_psd_halfspace(Y, CS), model.dissimilar_distances,
+                             model.gradient, gap, tol, max_iter, check_every, callback)
+
+
+def _projected_ascent(x, D, wD, project, distances, gradient, gap, tol, max_iter, check_every, on_step):
+    r"""Projected gradient ascent of :math:`g(x) = \sum_D w_p \sqrt{D_x(p)}` over a convex set, the one
+    engine of the full and the diagonal MMC.
+
+    ``project`` is the Euclidean projection onto the set, ``distances(x)`` the dissimilar distances
+    (``D`` those of the start ``x``, all positive), ``gradient(x, D)`` :math:`\nabla g`, and
+    ``gap(x, g, G)`` the certified relative gap of ``x``'s ray, read every ``check_every``
+    iterations. Steps: Barzilai-Borwein lengths with a backtracking sufficient-ascent test (the
+    quadratic lower model of a concave g, relaxed by ``ASCENT_SLACK``); a step below
+    ``MIN_STEP_RATIO`` of the first is "stalled" (a reason to stop, not a proof).
+
+    Returns the last iterate and a dict with ``stop`` ("converged" when the certificate held at a
+    check, "stalled", else "max_iter"), ``n_iter``, ``history`` (g per iteration), ``projections``.
+    """
+    g = float(wD @ np.sqrt(D))
+    G = gradient(x, D)
+    t = float(np.linalg.norm(x)) / max(float(np.linalg.norm(G)), 1e-300)
+    t_first = t
+    history, n_iter, projections, stop = [g], 0, 0, "max_iter"
     while n_iter < max_iter:
-        if n_iter % check_every == 0:
-            if relative_gap(model.similar_sum(M) / g ** 2, model.ray_bound(g, G)) <= tol:
-                stop = "converged"
-                break
+        if n_iter % check_every == 0 and gap(x, g, G) <= tol:
+            stop = "converged"
+            break
         while True:
-            Mn = project_psd_halfspace(M + t * G, CS)
+            xn = project(x + t * G)
             projections += 1
-            Dn = model.dissimilar_distances(Mn)
-            gn = float(model.wD @ np.sqrt(Dn))
-            S = Mn - M
+            Dn = distances(xn)
+            gn = float(wD @ np.sqrt(np.maximum(Dn, 0.0)))
+            S = xn - x
             ss = float(np.vdot(S, S))
             if np.all(Dn > 0) and gn >= g + float(np.vdot(G, S)) - ss / (2.0 * t) - ASCENT_SLACK * abs(g):
                 break
@@ -190,16 +208,15 @@ def _ascent(model: MMCModel, M0, tol, max_iter, check_every, callback):
         if t < MIN_STEP_RATIO * t_first or ss == 0.0:
             stop = "stalled"
             break
-        Gn = model.gradient(Mn, Dn)
-        Y = Gn - G
-        sy = -float(np.vdot(S, Y))  # >= 0 for concave g
-        M, D, g, G = Mn, Dn, gn, Gn
+        Gn = gradient(xn, Dn)
+        sy = -float(np.vdot(S, Gn - G))  # >= 0 for concave g
+        x, D, g, G = xn, Dn, gn, Gn
         t = ss / sy if sy > 0 else 2.0 * t
         n_iter += 1
         history.append(g)
-        if callback is not None:
-            callback(n_iter, M, g)
-    return M, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections, "stop": stop}
+        if on_step is not None:
+            on_step(n_iter, x, g)
+    return x, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections, "stop": stop}
 
 
 #: Algorithms of :func:`solve_mmc` (one: projected gradient ascent of the max form) and their options.
@@ -335,47 +352,20 @@ def _diagonal_ascent(R, wD, b, tol, max_iter, check_every, callback, act, s, d):
         raise ValueError(f"the starting point gives dissimilar pair {q} distance 0, where g is not differentiable: "
                          "pass a start positive on a feature where that pair differs (e.g. all positive), or None")
 
-    def grad(D):
+    def gradient(b, D):
         return (wD / (2.0 * np.sqrt(D))) @ R
 
-    g = float(wD @ np.sqrt(D))
-    G = grad(D)
-    t = float(np.linalg.norm(b)) / max(float(np.linalg.norm(G)), 1e-300)
-    t_first = t
-    history, n_iter, projections, stop = [g], 0, 0, "max_iter"
-    while n_iter < max_iter:
-        if n_iter % check_every == 0:
-            lam = max(0.0, float(G.max()))
-            lower = 1.0 / (2.0 * g * lam) if lam > 0 else 0.0
-            if relative_gap(float(b.sum()) / g ** 2, lower) <= tol:
-                stop = "converged"
-                break
-        while True:
-            bn = project_capped_simplex(b + t * G)
-            projections += 1
-            Dn = R @ bn
-            gn = float(wD @ np.sqrt(np.maximum(Dn, 0.0)))
-            S = bn - b
-            ss = float(S @ S)
-            if np.all(Dn > 0) and gn >= g + float(G @ S) - ss / (2.0 * t) - ASCENT_SLACK * abs(g):
-                break
-            t *= 0.5
-            if t < MIN_STEP_RATIO * t_first:
-                break
-        if t < MIN_STEP_RATIO * t_first or ss == 0.0:
-            stop = "stalled"
-            break
-        Gn = grad(Dn)
-        sy = -float(S @ (Gn - G))      # >= 0 for concave g
-        b, D, g, G = bn, Dn, gn, Gn
-        t = ss / sy if sy > 0 else 2.0 * t
-        n_iter += 1
-        history.append(g)
-        if callback is not None:
-            a = np.zeros(d)
-            a[act] = b / s
-            callback(n_iter, a, g)
-    return b, {"n_iter": n_iter, "history": np.asarray(history), "projections": projections, "stop": stop}
+    def gap(b, g, G):   # s^T a = sum(b); the linear maximiser over the capped simplex: max(0, max G)
+        lam = max(0.0, float(G.max()))
+        return relative_gap(float(b.sum()) / g ** 2, 1.0 / (2.0 * g * lam) if lam > 0 else 0.0)
+
+    def on_step(n_iter, b, g):
+        a = np.zeros(d)
+        a[act] = b / s
+        callback(n_iter, a, g)
+
+    return _projected_ascent(b, D, wD, project_capped_simplex, lambda b: R @ b, gradient, gap, tol, max_iter,
+                             check_every, None if callback is None else on_step)
 
 
 #: Algorithms of :func:`solve_mmc_diagonal` (one: projected gradient ascent of the max form) and their options.
