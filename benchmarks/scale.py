@@ -119,10 +119,10 @@ SIZES = {
     "d500-m1e4": Size(500, 2000, 10_000, seed=5003, note=_TOO_BIG.format(nnz=1.25e9, times=25)),
     "d1000-m1e4": Size(1000, 2000, 10_000, seed=5004, note=_TOO_BIG.format(nnz=5.0e9, times=98), target_s=20.0),
     "d2000-m1e4": Size(2000, 2000, 10_000, seed=5005, note=_TOO_BIG.format(nnz=2.0e10, times=392), target_s=60.0),
+    # named only (with d5000-m1e5): about 200 iterations of 1-1.5 s each (K and K* over 1.9e7 pairs)
     "d50-m1e7": Size(50, 20_000, 10_000_000, seed=5010, note=_TOO_BIG.format(nnz=1.275e10, times=250),
-                     target_s=60.0, target_gb=8.0),
-    # named only: its geometry stores the difference vectors (2 x 10^5 x 5000 doubles, 8 GB) and its
-    # checks form and decompose the 5000 x 5000 dual matrix (tens of seconds each)
+                     target_s=60.0, target_gb=8.0, in_default=False),
+    # its checks form and decompose the 5000 x 5000 dual matrix (tens of seconds each)
     "d5000-m1e5": Size(5000, 5000, 100_000, seed=5006, note=_TOO_BIG.format(nnz=1.25e12, times=24500),
                        target_s=600.0, target_gb=4.0, in_default=False),
 }
