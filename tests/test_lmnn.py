@@ -21,10 +21,25 @@ from cvxmetric.verification.kkt import hinge_kkt_truth
 from cvxmetric.verification.tolerances import GAP_FIRST_ORDER, GAP_NEGATIVE_SLACK, KKT_TRUTH_TOL, VALUE_AT_RTOL
 
 INSTANCES = list_instances("lmnn", default_only=True)
+#: A triplet whose margin is within this fraction of the margin parameter of 0 sits at the hinge's
+#: kink: the search (its own arithmetic) and the model's margins may count it either way
+#: (measured: wine-sub, seed 1, one triplet at 2.2e-16 against the next at 4.5e-7).
+KINK_RTOL = 1e-12
 
 
 def _params(inst):
     return {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
+
+
+def _assert_working_set_holds_the_violated(form, inst, res):
+    """The returned working set holds every triplet violated at M (brute force over T), and the
+    solver's count of them agrees, triplets at the kink aside (``KINK_RTOL``)."""
+    margins = form.model.margins(res.M)
+    kink = np.abs(margins) <= KINK_RTOL * inst.params["margin"]
+    idx = form.model.constraints.idx[(margins > 0) & ~kink]
+    ws = res.info["model"].constraints.idx
+    assert {tuple(r) for r in idx} <= {tuple(r) for r in ws}
+    assert len(idx) <= res.info["violated_at_solution"] <= len(idx) + int(kink.sum())
 
 
 @lru_cache(maxsize=None)
@@ -67,10 +82,7 @@ def test_search_solver_matches_clarabel(name, seed):
     gap = (f - sol.value) / max(1.0, abs(sol.value))
     assert -GAP_NEGATIVE_SLACK <= gap <= GAP_FIRST_ORDER
     # the returned working set holds every triplet violated at M (brute force over T)
-    idx = form.model.constraints.idx[form.model.margins(res.M) > 0]
-    ws = res.info["model"].constraints.idx
-    assert {tuple(r) for r in idx} <= {tuple(r) for r in ws}
-    assert res.info["violated_at_solution"] == len(idx)
+    _assert_working_set_holds_the_violated(form, inst, res)
 
 
 @pytest.mark.parametrize("name", INSTANCES)
@@ -329,10 +341,7 @@ def test_pdhg_method_matches_clarabel(name, seed):
     assert -GAP_NEGATIVE_SLACK <= gap <= res.certified_gap + GAP_NEGATIVE_SLACK
     # no triplet violated at M outside the final working set (brute force over T)
     assert res.info["violated_outside_working_set"] == 0
-    idx = form.model.constraints.idx[form.model.margins(res.M) > 0]
-    ws = res.info["model"].constraints.idx
-    assert {tuple(r) for r in idx} <= {tuple(r) for r in ws}
-    assert res.info["violated_at_solution"] == len(idx)
+    _assert_working_set_holds_the_violated(form, inst, res)
     # the restricted problem's certificate bounds the full optimum from below
     lb = res.info["lower_bound"]
     if lb is not None:
