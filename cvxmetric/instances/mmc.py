@@ -20,9 +20,11 @@ def mmc_pairs(y, n_similar: int, n_dissimilar: int, seed):
     return cons.with_weight(np.where(cons.is_dissimilar, 1.0 / n_dissimilar, 1.0))
 
 
-def mmc_instance(name: str, X, y, n_pairs: int, seed: int, description: str) -> Instance:
+def mmc_instance(name: str, X, y, n_pairs: int, seed: int, description: str, problem: str = "mmc") -> Instance:
+    """``n_pairs`` similar and as many dissimilar pairs of (X, y) as an MMC instance (``problem``:
+    ``"mmc"`` or ``"mmc_diagonal"``, the same pairs)."""
     cons = mmc_pairs(y, n_pairs, n_pairs, seed)
-    return Instance("mmc", name, X, cons, params={}, y=y, description=description)
+    return Instance(problem, name, X, cons, params={}, y=y, description=description)
 
 
 @register("mmc", "iris")
@@ -50,20 +52,15 @@ def _blobs(seed: int = 0) -> Instance:
     return mmc_instance("syn-blobs", X, y, 120, shifted_seed(5, seed), "3 Gaussian classes, d=8, axis scales 0.5..2, 120 + 120 pairs")
 
 
-def mmc_diagonal_instance(name: str, X, y, n_pairs: int, seed: int, description: str) -> Instance:
-    cons = mmc_pairs(y, n_pairs, n_pairs, seed)
-    return Instance("mmc_diagonal", name, X, cons, params={}, y=y, description=description)
-
-
 @register("mmc_diagonal", "iris")
 def _iris_diagonal(seed: int = 0) -> Instance:
     X, y = load_dataset("iris")
-    return mmc_diagonal_instance("iris", X, y, 100, shifted_seed(1, seed),
-                                 "iris (standardized), 100 similar + 100 dissimilar pairs, diagonal M, d=4")
+    return mmc_instance("iris", X, y, 100, shifted_seed(1, seed),
+                        "iris (standardized), 100 similar + 100 dissimilar pairs, diagonal M, d=4", "mmc_diagonal")
 
 
 @register("mmc_diagonal", "wine")
 def _wine_diagonal(seed: int = 0) -> Instance:
     X, y = load_dataset("wine")
-    return mmc_diagonal_instance("wine", X, y, 150, shifted_seed(2, seed),
-                                 "wine (standardized), 150 similar + 150 dissimilar pairs, diagonal M, d=13")
+    return mmc_instance("wine", X, y, 150, shifted_seed(2, seed),
+                        "wine (standardized), 150 similar + 150 dissimilar pairs, diagonal M, d=13", "mmc_diagonal")
