@@ -9,6 +9,7 @@ is its Problem subclass and its spec; it never edits a shared file.
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional
@@ -93,6 +94,9 @@ class MethodSpec:
         (:attr:`cvxmetric.problems.Problem.result_variants`; the module's ``TOLERANCES``): the
         report's rows of that solver and an estimator's ``verify()`` with ``solver=`` that name
         hold it to the same numbers.
+    report_order : float
+        The method's place in the report, ascending (a method without one follows those with one,
+        alphabetically).
     load_error : str or None
         Set (by the registry) when the method's module failed to import: the report then shows
         one failed row with this reason instead of crashing.
@@ -107,6 +111,7 @@ class MethodSpec:
     truth_checks: tuple = ()
     truth_rtol: Optional[float] = None
     tolerances: Mapping[str, Thresholds] = field(default_factory=dict)
+    report_order: float = math.inf
     load_error: Optional[str] = None
 
     def truth_tolerance(self) -> float:
@@ -153,15 +158,10 @@ def _broken_spec(name: str, error: str) -> MethodSpec:
     return MethodSpec(name=name, instance_methods=(), kkt_truth=fail, load_error=error)
 
 
-#: Report order of the methods (others follow alphabetically).
-METHOD_ORDER = ("qwise", "fantope", "lmnn", "mmc", "mmc_diagonal", "itml", "boostmetric", "orml")
-
-
 def list_methods() -> list[str]:
-    """Names of the verifiable methods, in report order."""
+    """Names of the verifiable methods, in report order (:attr:`MethodSpec.report_order`, then the name)."""
     _load()
-    known = [m for m in METHOD_ORDER if m in _SPECS]
-    return known + sorted(set(_SPECS) - set(known))
+    return sorted(_SPECS, key=lambda name: (_SPECS[name].report_order, name))
 
 
 def get_spec(name: str) -> MethodSpec:

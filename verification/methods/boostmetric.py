@@ -153,4 +153,5 @@ SPEC = MethodSpec(
     extra_checks=_extra,
     truth_checks=("truth_dual_weights",),
     tolerances=TOLERANCES,
+    report_order=6,
 )

@@ -258,4 +258,5 @@ SPEC = MethodSpec(
     kkt_fast=_kkt_fast,
     extra_rows=_extra_rows,
     tolerances=TOLERANCES,
+    report_order=1,
 )

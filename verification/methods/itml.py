@@ -70,4 +70,5 @@ SPEC = MethodSpec(
     extra_checks=_extra,
     truth_checks=("truth_slack_stationarity",),
     tolerances=TOLERANCES,
+    report_order=5,
 )

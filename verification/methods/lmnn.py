@@ -48,4 +48,5 @@ SPEC = MethodSpec(
     kkt_fast=_kkt_fast,
     extra_checks=_extra_checks,
     tolerances=TOLERANCES,
+    report_order=2,
 )

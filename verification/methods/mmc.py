@@ -116,6 +116,7 @@ SPEC = MethodSpec(
     extra_checks=_extra_checks,
     truth_checks=("scale_identity_truth",),
     tolerances=TOLERANCES,
+    report_order=3,
 )
 
 
@@ -151,6 +152,7 @@ DIAGONAL_SPEC = MethodSpec(
     kkt_truth=mmc_diagonal_kkt_truth,
     kkt_fast=mmc_diagonal_kkt_fast,
     tolerances=TOLERANCES,
+    report_order=4,
 )
 
 SPECS = [DIAGONAL_SPEC]

@@ -116,4 +116,5 @@ SPEC = MethodSpec(
     truth_checks=("direction_truth_gap_max",),
     truth_rtol=ORML_TRUTH_RTOL,
     tolerances=TOLERANCES,
+    report_order=7,
 )

@@ -37,4 +37,5 @@ SPEC = MethodSpec(
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     tolerances=TOLERANCES,
+    report_order=0,
 )
