@@ -126,7 +126,8 @@ class Run:
     Attributes
     ----------
     label : str
-        The run's name; its row is labelled ``f"{problem.label}-{label}"`` (``"lmnn-search"``).
+        The run's name; its row is labelled ``problem.run_label(run)``, ``f"{problem.label}-{label}"``
+        (``"lmnn-search"``).
     method : str
         The algorithm (one of :meth:`Problem.available_methods`, or of the problem's ``entry``).
         Its harness thresholds are those of ``method`` unless :attr:`Problem.result_variants` maps
@@ -302,6 +303,10 @@ class Problem(ABC):
         """The documented runs the verification harness reports (one :class:`Run` per row): by
         default each available algorithm at its defaults, labelled by its name."""
         return tuple(Run(method, method) for method in self.available_methods())
+
+    def run_label(self, run: Run) -> str:
+        """The harness' row label of a documented :class:`Run`: ``f"{label}-{run.label}"``."""
+        return f"{self.label}-{run.label}"
 
     def execute(self, run: Run) -> SolverResult:
         """The result of a documented :class:`Run`: ``entry(method, **options)``."""
@@ -543,7 +548,7 @@ class Problem(ABC):
     def run_thresholds(self, run: Run):
         """The harness thresholds of a documented :class:`Run`: those of its algorithm, or of the
         variant its row's label names (:attr:`result_variants`)."""
-        return self.thresholds_of(self.result_variants.get(f"{self.label}-{run.label}", run.method))
+        return self.thresholds_of(self.result_variants.get(self.run_label(run), run.method))
 
     def verify(self, result: SolverResult, *, method: Optional[str] = None, gap_tol: Optional[float] = None,
                kkt_tol: Optional[float] = None) -> dict:

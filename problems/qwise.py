@@ -266,8 +266,9 @@ class Fantope(Problem):
         if at is not None:
             return self.bound_instance(at)
         if "W" not in self.instance.extra:
-            raise ValueError("Fantope regularization is not convex: the convex bound is taken at W(M); pass at=M "
-                             "(the instance carries no fixed Fantope point W)")
+            raise ValueError("Fantope regularization is not convex: the convex bound is taken at W(M); pass at=M, "
+                             "the matrix whose critical-point test you want (the instance carries no fixed "
+                             "Fantope point W)")
         return self.instance
 
     def _build_formulation(self, instance):
@@ -291,22 +292,16 @@ class Fantope(Problem):
         return dataclasses.replace(self.instance, name=instance_name(self.instance.name, W), extra={"W": W})
 
     def truth(self, rtol=None, *, at=None):
-        """The certified interval of the convex bound at ``W(at)`` (``at``: a matrix, required):
-        ``at`` is a critical point when its objective equals that bound's minimum."""
-        if at is None:
-            raise ValueError("Fantope regularization is not convex: truth(at=M) certifies the convex bound at "
-                             "W(M); pass the matrix M whose critical-point test you want")
-        return self._truth_of(self.bound_instance(at), rtol)
+        """The certified interval of the convex bound at ``W(at)`` (``at``: a matrix; it may be
+        omitted when the instance carries a fixed Fantope point ``W``): ``at`` is a critical point
+        when its objective equals that bound's minimum."""
+        return self._truth_of(self._bound_at(at), rtol)
 
     def formulation(self, *, at=None):
         """The cvxpy formulation of the convex bound at ``W(at)`` (see :meth:`truth`); ``at`` may be
         omitted when the instance carries a fixed Fantope point ``W`` (a bundled instance)."""
-        if at is None:
-            if "W" not in self.instance.extra:
-                raise ValueError("Fantope regularization is not convex: formulation(at=M) is the convex bound at "
-                                 "W(M); pass the matrix M")
-            return super().formulation()
-        return self._build_formulation(self.bound_instance(at))
+        instance = self._bound_at(at)
+        return super().formulation() if instance is self.instance else self._build_formulation(instance)
 
     def _check_instance(self, point) -> Instance:
         return self.bound_instance(point)

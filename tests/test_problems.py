@@ -201,6 +201,26 @@ def test_fantope_checks_a_critical_point_on_its_bound(data):
     assert p.objective(res.M) == pytest.approx(res.objective, rel=1e-9)
     with pytest.raises(ValueError, match="not convex"):
         p.truth()
+    with pytest.raises(ValueError, match="not convex"):
+        p.solve_bound("pdhg")
+    bound = p.solve_bound("pdhg", at=res.M)    # the bound at W(M): M's critical-point test
+    assert bound.converged and bound.objective == pytest.approx(res.objective, rel=1e-3)
+
+
+def test_fantope_solves_its_convex_bound_at_the_instances_fixed_point():
+    """A bundled Fantope instance carries a Fantope point W: its truth, formulation and
+    solve_bound are those of the convex bound at W (the harness' rows)."""
+    from cvxmetric.verification.tolerances import GAP_FIRST_ORDER
+
+    p = problems.bundled("fantope", "syn-d8-e2")
+    truth = p.truth()
+    assert truth.certified
+    for method in ("pdhg", "subgradient"):
+        res = p.solve_bound(method)
+        assert res.solver == f"fantope-bound-{method}" and res.converged
+        assert 0.0 <= relative_difference(p.formulation().value_at(res.M), truth.bounds.lower) <= GAP_FIRST_ORDER
+    with pytest.raises(ValueError, match="method must be one of"):
+        p.solve_bound("mm")
 
 
 def test_bad_input_names_the_argument(data):

@@ -389,11 +389,12 @@ def _error_row(method: str, instance: str, seed: int, stage: str, exc: BaseExcep
 
 def fast_solvers(problem) -> list[FastSolver]:
     """The rows a :class:`cvxmetric.problems.Problem` runs: one per documented run
-    (:meth:`~cvxmetric.problems.Problem.runs`), labelled ``f"{problem.label}-{run.label}"`` and held
-    to the thresholds of its algorithm (:meth:`~cvxmetric.problems.Problem.run_thresholds`)."""
+    (:meth:`~cvxmetric.problems.Problem.runs`), labelled by
+    :meth:`~cvxmetric.problems.Problem.run_label` and held to the thresholds of its algorithm
+    (:meth:`~cvxmetric.problems.Problem.run_thresholds`)."""
     def row(run):
         held = problem.run_thresholds(run)
-        return FastSolver(f"{problem.label}-{run.label}", lambda _inst: problem.execute(run), held.gap_tol,
+        return FastSolver(problem.run_label(run), lambda _inst: problem.execute(run), held.gap_tol,
                           held.kkt_tol, run.expect_converged)
     return [row(run) for run in problem.runs()]
 
