@@ -9,7 +9,7 @@ A subclass per method (``cvxmetric.problems.LMNN``, ...) is the one place that k
   by search and on the materialised triplet set), labelled from :attr:`Problem.label`;
 * how the user's data and parameters (the estimators' names) become an
   :class:`cvxmetric.instances.Instance` (the subclass' ``__init__``);
-* its cvxpy formulation (:meth:`Problem._build_formulation`, importing
+* its cvxpy formulation, built lazily (:meth:`Problem._build_formulation`, importing
   :mod:`cvxmetric.formulations` only when called, so ``import cvxmetric`` never loads cvxpy);
 * which harness thresholds hold a result (:attr:`Problem.result_variants`), what the exact solve
   adds to its result (:meth:`Problem._exact_fields`), and how a result maps to an estimator's
