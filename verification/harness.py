@@ -1,5 +1,10 @@
 r"""The verification harness: certified ground truth vs fast solvers, one row per method x instance x solver.
 
+Every instance is a :class:`cvxmetric.problems.Problem` (:func:`cvxmetric.problems.problem_of`): it
+builds the formulation of the ground truth and runs the fast solvers, one row per documented run
+(:meth:`~cvxmetric.problems.Problem.runs`, :func:`fast_solvers`); the method's
+:class:`~cvxmetric.verification.registry.MethodSpec` adds the checks and the thresholds.
+
 For every row it measures (design §6):
 
 * :math:`p^*` as a **certified interval** :math:`[\ell, u]` computed by project code
