@@ -6,7 +6,8 @@ Run from the repository root::
     python -m benchmarks.truth --problems lmnn mmc   # some problems
     python -m benchmarks.truth --write-docs          # and write the table into docs/benchmarks.md
 
-Each row builds one formulation (:mod:`cvxmetric.formulations`) and climbs the solve ladder
+Each row builds one formulation (:mod:`cvxmetric.formulations`, through the case's
+:class:`cvxmetric.problems.Problem`) and climbs the solve ladder
 (:func:`cvxmetric.formulations.ladder.solve_certified`) at the problem's ground-truth tolerance
 (:func:`cvxmetric.verification.registry.truth_rtol`), with one BLAS thread (threadpoolctl;
 Clarabel's own linear algebra threads are its default). Printed per row: the data, the statement's
@@ -52,65 +53,60 @@ def breast_cancer(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
 
 def lmnn_case(n: int, d: int):
     def build():
-        from cvxmetric.formulations.lmnn import build_lmnn
+        from cvxmetric.problems import LMNN
         X, y = breast_cancer(n, d)
-        return build_lmnn(X, y, n_neighbors=3, regularization=0.5, margin=1.0)
+        return LMNN(X, y, n_neighbors=3, regularization=0.5, margin=1.0).formulation()
     return Case("lmnn", f"breast_cancer {n} x {d}, k = 3", build)
 
 
 def itml_case(n: int, d: int, n_pairs: int):
     def build():
-        from cvxmetric.formulations.itml import build_itml
         from cvxmetric.instances.itml import itml_instance
+        from cvxmetric.problems import problem_of
         X, y = breast_cancer(n, d)
-        inst = itml_instance("bench", X, y, n_similar=n_pairs, n_dissimilar=n_pairs, seed=0)
-        return build_itml(inst.X, inst.constraints, **inst.params)
+        return problem_of(itml_instance("bench", X, y, n_similar=n_pairs, n_dissimilar=n_pairs, seed=0)).formulation()
     return Case("itml", f"breast_cancer {n} x {d}, {n_pairs} + {n_pairs} pairs", build)
 
 
 def mmc_case(n: int, d: int, n_pairs: int):
     def build():
-        from cvxmetric.formulations.mmc import build_mmc
+        from cvxmetric.instances import Instance
         from cvxmetric.instances.mmc import mmc_pairs
+        from cvxmetric.problems import problem_of
         X, y = breast_cancer(n, d)
-        return build_mmc(X, mmc_pairs(y, n_pairs, n_pairs, seed=0))
+        return problem_of(Instance("mmc", "bench", X, mmc_pairs(y, n_pairs, n_pairs, seed=0), params={})).formulation()
     return Case("mmc", f"breast_cancer {n} x {d}, {n_pairs} + {n_pairs} pairs", build)
 
 
 def qwise_case(d: int, m: int):
     def build():
-        from cvxmetric.formulations.qwise import build_qwise
         from cvxmetric.instances.qwise import synthetic_qwise
-        inst = synthetic_qwise(d, 3, 200, m, seed=0)
-        return build_qwise(inst.X, inst.constraints, **inst.params)
+        from cvxmetric.problems import problem_of
+        return problem_of(synthetic_qwise(d, 3, 200, m, seed=0)).formulation()
     return Case("qwise", f"synthetic d = {d}, {m} quadruplets", build)
 
 
 def fantope_case(d: int, m: int):
     def build():
-        from cvxmetric.fantope import fantope_model
-        from cvxmetric.formulations.fantope import build_fantope_bound
         from cvxmetric.instances.fantope import synthetic_fantope
-        inst = synthetic_fantope(d, 3, 200, m, seed=0, reg_weight=1.0, trace_weight=0.1)
-        return build_fantope_bound(fantope_model(inst.X, inst.constraints, **inst.params), inst.extra["W"])
+        from cvxmetric.problems import problem_of
+        # the instance carries its Fantope point W: its formulation is the convex bound at W
+        return problem_of(synthetic_fantope(d, 3, 200, m, seed=0, reg_weight=1.0, trace_weight=0.1)).formulation()
     return Case("fantope", f"synthetic d = {d}, {m} quadruplets (the bound)", build)
 
 
 def boostmetric_case(loss: str):
     def build():
-        from cvxmetric.formulations.boostmetric import build_boostmetric
         from cvxmetric.instances.boostmetric import boostmetric_instance
-        inst = boostmetric_instance("wine", loss, n=60, seed=0)
-        return build_boostmetric(inst.X, inst.constraints, **inst.params)
+        from cvxmetric.problems import problem_of
+        return problem_of(boostmetric_instance("wine", loss, n=60, seed=0)).formulation()
     return Case("boostmetric", f"wine 60 points, {loss} loss", build)
 
 
 def orml_case():
     def build():
-        from cvxmetric.formulations.orml import build_orml
-        from cvxmetric.instances import get_instance
-        from cvxmetric.verification.methods.orml import instance_model
-        return build_orml(instance_model(get_instance("orml", "syn-sessions")))
+        from cvxmetric.problems import bundled
+        return bundled("orml", "syn-sessions").formulation()
     return Case("orml", "syn-sessions (d = 10, 10 sessions)", build)
 
 

@@ -11,12 +11,12 @@ Every class is a :class:`Problem` (see :mod:`cvxmetric.problems._base`) with ``s
 estimator of the same method; :func:`bundled` gives the problem of a bundled instance. cvxpy is imported only by ``truth``, ``objective``, ``check``,
 ``verify`` and ``solve(method="cvxpy")``.
 """
-from ._base import EXACT, CheckReport, Problem, bundled, list_problems, problem_class
+from ._base import EXACT, CheckReport, Problem, Run, bundled, list_problems, problem_class, problem_of
 from .boostmetric import BoostMetric
 from .lmnn import LMNN
 from .orml import ORML
 from .pairs import ITML, MMC, MMCDiagonal
-from .qwise import Fantope, Qwise
+from .qwise import Fantope, Qwise, QwiseVector
 
-__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "LMNN", "ITML", "MMC", "MMCDiagonal", "Qwise",
-           "Fantope", "BoostMetric", "ORML"]
+__all__ = ["Problem", "CheckReport", "Run", "problem_class", "problem_of", "list_problems", "bundled", "EXACT", "LMNN",
+           "ITML", "MMC", "MMCDiagonal", "Qwise", "QwiseVector", "Fantope", "BoostMetric", "ORML"]

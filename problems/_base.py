@@ -4,9 +4,12 @@ A subclass per method (``cvxmetric.problems.LMNN``, ...) is the one place that k
 
 * its fast algorithms, the default first (:attr:`Problem.methods`), and how to run one
   (:meth:`Problem._run`);
+* the documented runs the verification harness reports, one row each (:meth:`Problem.runs`, each a
+  :class:`Run`: an algorithm with its settings, e.g. LMNN's subgradient engine with impostors found
+  by search and on the materialised triplet set), labelled from :attr:`Problem.label`;
 * how the user's data and parameters (the estimators' names) become an
   :class:`cvxmetric.instances.Instance` (the subclass' ``__init__``);
-* a lazy reference to its cvxpy formulation (:meth:`Problem._build_formulation`, importing
+* its cvxpy formulation, built lazily (:meth:`Problem._build_formulation`, importing
   :mod:`cvxmetric.formulations` only when called, so ``import cvxmetric`` never loads cvxpy);
 * which harness thresholds hold a result (:attr:`Problem.result_variants`), what the exact solve
   adds to its result (:meth:`Problem._exact_fields`), and how a result maps to an estimator's
@@ -14,14 +17,15 @@ A subclass per method (``cvxmetric.problems.LMNN``, ...) is the one place that k
 
 Subclasses register themselves by their :attr:`Problem.name` (the problem family, the harness'
 method name): the estimators, the ``check`` command line and :func:`problem_class` read the
-registry, so a new method is one new subclass.
+registry, so a new method is one new subclass (and its harness checks,
+``cvxmetric.verification.methods``).
 """
 from __future__ import annotations
 
 import hashlib
 import math
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import ClassVar, Mapping, Optional
 
 import numpy as np
@@ -30,8 +34,8 @@ from cvxmetric.certificates import relative_difference, relative_gap
 from cvxmetric.instances import Instance
 from cvxmetric.solvers.result import SolverResult, make_result
 
-__all__ = ["Problem", "CheckReport", "problem_class", "list_problems", "bundled", "EXACT", "instance_name",
-           "CHECK_TRUTH_FRACTION"]
+__all__ = ["Problem", "CheckReport", "Run", "problem_class", "problem_of", "list_problems", "bundled", "EXACT",
+           "instance_name", "CHECK_TRUTH_FRACTION"]
 
 #: The name of the exact solve (the certified cvxpy ground truth) among a problem's methods.
 EXACT = "cvxpy"
@@ -63,6 +67,14 @@ def bundled(problem: str, instance: str, seed: int = 0) -> "Problem":
     """The :class:`Problem` of a bundled instance (``cvxmetric.instances``), e.g. ``bundled("lmnn", "iris-sub")``."""
     from cvxmetric.instances import get_instance
     return problem_class(problem).from_instance(get_instance(problem, instance, seed=seed))
+
+
+def problem_of(instance: Instance) -> "Problem":
+    """The :class:`Problem` of an :class:`~cvxmetric.instances.Instance`, by its problem family
+    (``instance.method``): how the harness solves and states every instance it verifies."""
+    if not isinstance(instance, Instance):
+        raise TypeError(f"instance must be a cvxmetric.instances.Instance; got {type(instance).__name__}")
+    return problem_class(instance.method).from_instance(instance)
 
 
 def _load_builtin() -> None:
@@ -105,6 +117,37 @@ def solver_options(tol, max_iter, *, max_iter_name: Optional[str] = "max_iter", 
             raise ValueError("max_iter is not used by this solver (it solves in closed form); leave max_iter=None")
         out[max_iter_name] = max_iter
     return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One documented run of a problem's algorithm: a row of the verification harness.
+
+    Attributes
+    ----------
+    label : str
+        The run's name; its row is labelled ``problem.run_label(run)``, ``f"{problem.label}-{label}"``
+        (``"lmnn-search"``).
+    method : str
+        The algorithm (one of :meth:`Problem.available_methods`, or of the problem's ``entry``).
+        Its harness thresholds are those of ``method`` unless :attr:`Problem.result_variants` maps
+        the row's label to others.
+    options : mapping
+        The settings of the run (``tol``, ``max_iter`` and the algorithm's options), passed to
+        ``entry``.
+    entry : str
+        The problem's method that runs it, called as ``entry(method, **options)``: ``"solve"``, or
+        another documented solve of the problem (Fantope's :meth:`~cvxmetric.problems.Fantope.solve_bound`).
+    expect_converged : bool
+        Whether the row requires ``converged=True``; False only for an algorithm that is not
+        optimal by design (its row checks that it does not claim convergence).
+    """
+
+    label: str
+    method: str
+    options: Mapping = field(default_factory=dict)
+    entry: str = "solve"
+    expect_converged: bool = True
 
 
 @dataclass(frozen=True)
@@ -188,8 +231,9 @@ class Problem(ABC):
     name: ClassVar[str] = ""
     #: The fast algorithms (``method=`` of the ``solve_<method>`` facade), the default first.
     methods: ClassVar[tuple] = ()
-    #: A result's ``solver`` label -> the harness thresholds key it is held to, for results of a
-    #: variant of the algorithm asked for (e.g. ``"qwise-pdhg-ws"``, PDHG on a working set).
+    #: A result's ``solver`` label (or a harness row's label, :meth:`run_thresholds`) -> the
+    #: harness thresholds key it is held to, for results of a variant of the algorithm asked for
+    #: (e.g. ``"qwise-pdhg-ws"``, PDHG on a working set).
     result_variants: ClassVar[Mapping[str, str]] = {}
     #: The harness thresholds key of the exact solve (None: the first-order gap, no KKT check).
     exact_thresholds: ClassVar[Optional[str]] = None
@@ -250,14 +294,39 @@ class Problem(ABC):
         """The fast algorithms that apply to this problem, the default first."""
         return tuple(self.methods)
 
+    @property
+    def label(self) -> str:
+        """The prefix of the harness' row labels of this problem (its name, ``-`` for ``_``)."""
+        return self.name.replace("_", "-")
+
+    def runs(self) -> tuple:
+        """The documented runs the verification harness reports (one :class:`Run` per row): by
+        default each available algorithm at its defaults, labelled by its name."""
+        return tuple(Run(method, method) for method in self.available_methods())
+
+    def run_label(self, run: Run) -> str:
+        """The harness' row label of a documented :class:`Run`: ``f"{label}-{run.label}"``."""
+        return f"{self.label}-{run.label}"
+
+    def execute(self, run: Run) -> SolverResult:
+        """The result of a documented :class:`Run`: ``entry(method, **options)``."""
+        if not isinstance(run, Run):
+            raise TypeError(f"run must be a cvxmetric.problems.Run; got {type(run).__name__}")
+        return getattr(self, run.entry)(run.method, **run.options)
+
     @abstractmethod
     def _run(self, method: str, tol, max_iter, random_state, options: dict) -> SolverResult:
         """Run the fast algorithm ``method`` (a subclass calls its ``solve_<method>`` facade)."""
 
+    @abstractmethod
     def _build_formulation(self, instance: Instance):
-        """The cvxpy formulation of ``instance`` (imports :mod:`cvxmetric.formulations` lazily)."""
-        from cvxmetric.verification.registry import get_spec
-        return get_spec(self.name).build(instance)
+        """The cvxpy formulation of ``instance`` (a subclass imports :mod:`cvxmetric.formulations`
+        inside the method, so that ``import cvxmetric`` never loads cvxpy)."""
+
+    def _spec(self):
+        """The harness' :class:`~cvxmetric.verification.registry.MethodSpec` that verifies this problem."""
+        from cvxmetric.verification.registry import spec_of_problem
+        return spec_of_problem(self.name)
 
     def _exact_fields(self, form, point) -> tuple[dict, dict]:
         """Extra ``(info, fields)`` of the exact solve's result at the certified ``point``."""
@@ -314,8 +383,7 @@ class Problem(ABC):
 
     def default_truth_rtol(self) -> float:
         """The relative width the harness requires of this problem's certified ground truth."""
-        from cvxmetric.verification.registry import truth_rtol
-        return truth_rtol(self.name)
+        return self._spec().truth_tolerance()
 
     def truth(self, rtol: Optional[float] = None):
         """The certified interval of the optimum, a
@@ -445,8 +513,7 @@ class Problem(ABC):
         return self._report(value, truth, kkt, lam_min, True, rtol, verdict, reason)
 
     def _kkt(self, form, point) -> Optional[float]:
-        from cvxmetric.verification.registry import get_spec
-        spec = get_spec(self.name)
+        spec = self._spec()
         if spec.kkt_fast is None:
             return None
         try:
@@ -467,12 +534,21 @@ class Problem(ABC):
     # ------------------------------------------------------------------ the harness row
     def thresholds(self, result: SolverResult, method: str):
         """The harness thresholds (gap, KKT) that hold ``result`` of the algorithm ``method``."""
-        from cvxmetric.verification.registry import Thresholds, get_spec
-        from cvxmetric.verification.tolerances import GAP_FIRST_ORDER
-        held = get_spec(self.name).tolerances
         key = self.exact_thresholds if method == EXACT else self.result_variants.get(result.solver, method)
-        found = held.get(key) if key is not None else None
+        return self.thresholds_of(key)
+
+    def thresholds_of(self, key: Optional[str]):
+        """The harness thresholds (gap, KKT) of the key ``key`` of the method's ``TOLERANCES``
+        (the first-order gap and no KKT check when it has none)."""
+        from cvxmetric.verification.registry import Thresholds
+        from cvxmetric.verification.tolerances import GAP_FIRST_ORDER
+        found = self._spec().tolerances.get(key) if key is not None else None
         return found if found is not None else Thresholds(GAP_FIRST_ORDER, None)
+
+    def run_thresholds(self, run: Run):
+        """The harness thresholds of a documented :class:`Run`: those of its algorithm, or of the
+        variant its row's label names (:attr:`result_variants`)."""
+        return self.thresholds_of(self.result_variants.get(self.run_label(run), run.method))
 
     def verify(self, result: SolverResult, *, method: Optional[str] = None, gap_tol: Optional[float] = None,
                kkt_tol: Optional[float] = None) -> dict:
@@ -493,7 +569,7 @@ class Problem(ABC):
         gap = held.gap_tol if gap_tol is None else float(gap_tol)
         kkt = held.kkt_tol if kkt_tol is None else float(kkt_tol)
         inst = self._verification_instance(result)
-        return verify_result(self.name, inst, result, solver=result.solver, gap_tol=gap, kkt_tol=kkt)
+        return verify_result(self._spec().name, inst, result, solver=result.solver, gap_tol=gap, kkt_tol=kkt)
 
     def _verification_instance(self, result: SolverResult) -> Instance:
         return self.instance

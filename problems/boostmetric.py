@@ -5,7 +5,7 @@ from cvxmetric._checks import as_data_matrix, as_labels
 from cvxmetric.boostmetric import LOSSES
 from cvxmetric.instances import Instance
 
-from ._base import Problem, instance_name, solver_options
+from ._base import Problem, Run, instance_name, solver_options
 
 __all__ = ["BoostMetric"]
 
@@ -60,6 +60,29 @@ class BoostMetric(Problem):
         params = {"loss": loss, "nu": paper_nu(loss, trace_weight, slack_weight)}
         super().__init__(Instance("boostmetric", instance_name("boostmetric", X, triplets, params), X, triplets,
                                   params=params, y=y))
+
+    @property
+    def label(self) -> str:
+        """``"boostmetric-<loss>"``: the loss names the harness' rows."""
+        return f"{self.name}-{self.params['loss']}"
+
+    def runs(self):
+        """The harness' runs of the loss' algorithms: column generation (``"cg"``, hinge), the
+        totally-corrective solver with 3 columns a round and at most 1,000 rounds (``"tc"``), the
+        stage-wise algorithm 3 with at most 2,000 stages held to its own certified gap
+        (``"stagewise"``, ``tol = GAP_BOOSTMETRIC_STAGEWISE`` of
+        :mod:`cvxmetric.verification.tolerances`: it is not optimal by design), and the accelerated
+        projected gradient (``"fista"``)."""
+        from cvxmetric.verification.tolerances import GAP_BOOSTMETRIC_STAGEWISE
+        runs = (Run("cg", "column_generation"),
+                Run("tc", "totally_corrective", {"n_columns": 3, "max_iter": 1000}),
+                Run("stagewise", "stagewise", {"max_iter": 2000, "tol": GAP_BOOSTMETRIC_STAGEWISE}),
+                Run("fista", "projected_gradient"))
+        return tuple(run for run in runs if run.method in self.available_methods())
+
+    def _build_formulation(self, instance):
+        from cvxmetric.formulations.boostmetric import build_boostmetric
+        return build_boostmetric(instance.X, instance.constraints, **instance.params)
 
     def available_methods(self) -> tuple:
         from cvxmetric.solvers.boostmetric import LOSS_METHODS

@@ -6,7 +6,7 @@ from cvxmetric._checks import as_data_matrix, as_labels
 from cvxmetric.instances import Instance
 from cvxmetric.solvers.lmnn import DEFAULT_METHOD, METHODS as LMNN_METHODS
 
-from ._base import Problem, instance_name, ordered_methods, solver_options
+from ._base import Problem, Run, instance_name, ordered_methods, solver_options
 
 __all__ = ["LMNN"]
 
@@ -56,3 +56,15 @@ class LMNN(Problem):
         from cvxmetric.solvers import solve_lmnn
         inst = self.instance
         return solve_lmnn(inst.X, inst.y, method=method, **inst.params, **solver_options(tol, max_iter, **options))
+
+    def runs(self):
+        """The subgradient engine with impostors found by search (``"search"``) and on the
+        materialised triplet set (``"materialised"``), and PDHG on a working set of the implicit
+        triplet set (``"pdhg"``), each certified on the full triplet set."""
+        return (Run("search", "subgradient", {"impostors": "search"}),
+                Run("materialised", "subgradient", {"impostors": "materialised"}),
+                Run("pdhg", "pdhg"))
+
+    def _build_formulation(self, instance):
+        from cvxmetric.formulations.lmnn import build_lmnn
+        return build_lmnn(instance.X, instance.y, **instance.params)

@@ -58,9 +58,11 @@ class ORML(Problem):
 
     def model(self):
         """The :class:`cvxmetric.orml.ORMLModel` of the problem."""
-        from cvxmetric.orml import orml_model
-        e = self.instance.extra
-        return orml_model(self.X, e["pairs"], e["relevant"], session=e["session"], **self.params)
+        return _model_of(self.instance)
+
+    def _build_formulation(self, instance):
+        from cvxmetric.formulations.orml import build_orml
+        return build_orml(_model_of(instance))
 
     def _run(self, method, tol, max_iter, random_state, options):
         from cvxmetric.solvers import solve_orml
@@ -72,3 +74,10 @@ class ORML(Problem):
         """``U.T``: the directions of the pursuit rebuilt from the result's coefficients ``w``."""
         from cvxmetric.solvers.orml import pursuit_directions
         return pursuit_directions(self.model(), result.w).T.copy()
+
+
+def _model_of(instance):
+    """The :class:`cvxmetric.orml.ORMLModel` of an ORML instance (its judgements in ``extra``)."""
+    from cvxmetric.orml import orml_model
+    e = instance.extra
+    return orml_model(instance.X, e["pairs"], e["relevant"], session=e["session"], **instance.params)

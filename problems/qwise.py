@@ -1,5 +1,5 @@
 """Quadruplet-wise metric learning (thesis ch. 2-3): Qwise (trace / Frobenius regularizer) and
-Fantope regularization, as :class:`~cvxmetric.problems.Problem` objects."""
+Fantope regularization, and vector Qwise (thesis eq. 2.10), as :class:`~cvxmetric.problems.Problem` objects."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,9 +12,9 @@ from cvxmetric.instances import Instance
 
 from cvxmetric.solvers.qwise import QWISE_DEFAULT_METHOD, QWISE_METHODS
 
-from ._base import Problem, instance_name, ordered_methods, solver_options
+from ._base import Problem, Run, instance_name, ordered_methods, solver_options
 
-__all__ = ["Qwise", "Fantope", "QWISE_REGULARIZERS"]
+__all__ = ["Qwise", "QwiseVector", "Fantope", "QWISE_REGULARIZERS"]
 
 #: The convex regularizers of :class:`Qwise` (Fantope regularization is :class:`Fantope`).
 QWISE_REGULARIZERS = ("trace", "frobenius")
@@ -80,6 +80,92 @@ class Qwise(Problem):
         return solve_qwise(inst.X, inst.constraints, method=method, **inst.params,
                            **solver_options(tol, max_iter, **options))
 
+    def runs(self):
+        """The subgradient engine (``"subgradient"``), PDHG on every constraint (``"pdhg"``,
+        ``working_set=False``) and PDHG on a working set certified on every constraint
+        (``"pdhg-ws"``, ``working_set=True``, held to the thresholds of that variant)."""
+        return (Run("subgradient", "subgradient"), Run("pdhg", "pdhg", {"working_set": False}),
+                Run("pdhg-ws", "pdhg", {"working_set": True}))
+
+    def _build_formulation(self, instance):
+        from cvxmetric.formulations.qwise import build_qwise
+        return build_qwise(instance.X, instance.constraints, **instance.params)
+
+
+class QwiseVector(Problem):
+    r"""Vector Qwise (thesis eq. 2.10, Huber losses): a diagonal metric or a linear model.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    quadruplets : array_like of int, shape (m, 4)
+        ``(a, b, c, d)`` indices into ``X``: the pair (a, b) should be closer than (c, d).
+    pairs : array_like of int, shape (p, 2), optional
+        Labelled pairs (indices into ``X``), with ``labels``.
+    labels : array_like, shape (p,), optional
+        +1 (similar) or -1 (dissimilar) per pair; the model learns their threshold :math:`b`.
+    diagonal : bool
+        ``True``: :math:`M = \mathrm{Diag}(w)`, :math:`w \ge 0`; ``False``: the linear model
+        :math:`M = w w^\top`, :math:`w` free.
+    C_Q, C_P : float
+        Weights of the quadruplet and the pair losses.
+    h : float
+        Huber width in (0, 0.5].
+    margin : float
+        The margin :math:`\delta` every quadruplet asks for.
+    weights : array_like, shape (m,), optional
+        Per-quadruplet weights (default 1).
+
+    Notes
+    -----
+    With :math:`\omega = [w; b]` (:math:`\omega \ge 0` when ``diagonal``), :math:`\Psi_{ij}` the
+    squared (diagonal) or plain (linear) differences and :math:`\ell_h` the Huber-smoothed hinge:
+
+    .. math::
+        \min_\omega\ \tfrac12\|\omega\|^2 + C_Q \sum_{(a,b,c,d)} w_q\,
+        \ell_h(\beta_q - [\Psi_{cd} - \Psi_{ab}; 0]^\top\omega)
+        + C_P \sum_{\text{pairs}} \ell_h(1 \pm [\Psi_{ij}; -1]^\top\omega),
+
+    :math:`\beta_q` = ``margin`` (or :math:`-h` when it is 0). The point of :meth:`objective` and
+    :meth:`check` is :math:`\omega` (a result's ``w``). Algorithm: ``"newton"`` (projected Newton,
+    :func:`cvxmetric.solvers.solve_qwise_vector`).
+    """
+
+    name = "qwise_vector"
+    methods = ("newton",)
+    data_keys = ("X", "quadruplets")
+    optional_data_keys = ("pairs", "labels", "weights")
+    start_option = "w0"
+
+    def __init__(self, X, quadruplets, pairs=None, labels=None, diagonal=True, C_Q=1.0, C_P=1.0, h=None, margin=1.0,
+                 weights=None):
+        from cvxmetric.losses import DEFAULT_HUBER_H
+
+        from .pairs import pair_split
+
+        X = as_data_matrix(X, "X", min_rows=2)
+        cons = quadruplet_constraints(X, quadruplets, margin, weights)
+        if (pairs is None) != (labels is None):
+            raise ValueError("pairs and labels go together: pass both (labelled pairs) or neither")
+        if pairs is not None:
+            S, D = pair_split(X, pairs, labels)
+            # the model learns the pairs' threshold b: the bounds are not read
+            cons = (cons + ConstraintSet.from_pairs(S, similar=True, bound=0.0)
+                    + ConstraintSet.from_pairs(D, similar=False, bound=0.0))
+        params = {"diagonal": diagonal, "C_Q": C_Q, "C_P": C_P, "h": DEFAULT_HUBER_H if h is None else h}
+        super().__init__(Instance("qwise_vector", instance_name("qwise_vector", X, cons, params), X, cons,
+                                  params=params))
+
+    def _run(self, method, tol, max_iter, random_state, options):
+        from cvxmetric.solvers import solve_qwise_vector
+        inst = self.instance
+        return solve_qwise_vector(inst.X, inst.constraints, method=method, **inst.params,
+                                  **solver_options(tol, max_iter, **options))
+
+    def _build_formulation(self, instance):
+        from cvxmetric.formulations.qwise import build_qwise_vector
+        return build_qwise_vector(instance.X, instance.constraints, **instance.params)
+
 
 class Fantope(Problem):
     r"""Fantope-regularized metric learning (thesis ch. 3) on quadruplets: a metric of rank ``rank``.
@@ -114,6 +200,8 @@ class Fantope(Problem):
     name = "fantope"
     methods = ("mm", "subgradient", "factor")
     exact_thresholds = "mm"   # the reference MM is held as the fast MM
+    # solve_bound's results: the convex bound at a fixed W, a hinge problem held as Qwise's
+    result_variants = {f"fantope-bound-{m}": f"bound-{m}" for m in ("subgradient", "pdhg")}
     data_keys = ("X", "quadruplets")
     optional_data_keys = ("weights",)
 
@@ -136,8 +224,56 @@ class Fantope(Problem):
 
     def model(self):
         """The :class:`cvxmetric.fantope.FantopeModel` of the problem."""
-        from cvxmetric.fantope import fantope_model
-        return fantope_model(self.X, self.constraints, **self.params)
+        return _model_of(self.instance)
+
+    def runs(self):
+        """The harness' runs, on the convex bound at the instance's fixed Fantope point ``W``
+        (:meth:`solve_bound`): the projected subgradient engine (``"bound-subgradient"``) and
+        restarted PDHG (``"bound-pdhg"``). The non-convex problem's own algorithms are checked by
+        the Fantope method's theorem rows."""
+        return tuple(Run(f"bound-{m}", m, entry="solve_bound") for m in ("subgradient", "pdhg"))
+
+    def solve_bound(self, method: str = "pdhg", *, at=None, **options):
+        r"""Solve the convex bound :math:`\hat\varphi(\cdot; W)` at the Fantope point ``W = W(at)``
+        (``at`` None: the instance's fixed ``W``, as a bundled instance carries), a hinge problem.
+
+        Parameters
+        ----------
+        method : {"pdhg", "subgradient"}
+            Restarted PDHG (:func:`cvxmetric.solvers.pdhg.pdhg`) or the projected subgradient
+            engine (:func:`cvxmetric.solvers.subgradient.projected_subgradient`).
+        at : array_like, shape (d, d), optional
+            The matrix whose Fantope point the bound is taken at.
+        **options
+            Options of the engine (``tol``, ``max_iter``, ...).
+
+        Returns
+        -------
+        SolverResult
+            Labelled ``"fantope-bound-<method>"``.
+        """
+        from cvxmetric.solvers.pdhg import pdhg
+        from cvxmetric.solvers.subgradient import projected_subgradient
+        engines = {"pdhg": pdhg, "subgradient": projected_subgradient}
+        if method not in engines:
+            raise ValueError(f"method must be one of {tuple(engines)} for the convex bound; got {method!r}")
+        instance = self._bound_at(at)
+        return engines[method](_model_of(instance).bound(instance.extra["W"]), solver_name=f"fantope-bound-{method}",
+                               **options)
+
+    def _bound_at(self, at) -> Instance:
+        """The instance of the bound at ``W(at)``, or the instance itself when it carries ``W``."""
+        if at is not None:
+            return self.bound_instance(at)
+        if "W" not in self.instance.extra:
+            raise ValueError("Fantope regularization is not convex: the convex bound is taken at W(M); pass at=M, "
+                             "the matrix whose critical-point test you want (the instance carries no fixed "
+                             "Fantope point W)")
+        return self.instance
+
+    def _build_formulation(self, instance):
+        from cvxmetric.formulations.fantope import build_fantope_bound
+        return build_fantope_bound(_model_of(instance), instance.extra["W"])
 
     def objective(self, point) -> float:
         """The (non-convex) objective :math:`\\varphi(M)` (equal to its bound at ``W(M)``)."""
@@ -156,18 +292,16 @@ class Fantope(Problem):
         return dataclasses.replace(self.instance, name=instance_name(self.instance.name, W), extra={"W": W})
 
     def truth(self, rtol=None, *, at=None):
-        """The certified interval of the convex bound at ``W(at)`` (``at``: a matrix, required):
-        ``at`` is a critical point when its objective equals that bound's minimum."""
-        if at is None:
-            raise ValueError("Fantope regularization is not convex: truth(at=M) certifies the convex bound at "
-                             "W(M); pass the matrix M whose critical-point test you want")
-        return self._truth_of(self.bound_instance(at), rtol)
+        """The certified interval of the convex bound at ``W(at)`` (``at``: a matrix; it may be
+        omitted when the instance carries a fixed Fantope point ``W``): ``at`` is a critical point
+        when its objective equals that bound's minimum."""
+        return self._truth_of(self._bound_at(at), rtol)
 
     def formulation(self, *, at=None):
-        """The cvxpy formulation of the convex bound at ``W(at)`` (``at`` required; see :meth:`truth`)."""
-        if at is None:
-            raise ValueError("Fantope regularization is not convex: formulation(at=M) is the convex bound at W(M)")
-        return self._build_formulation(self.bound_instance(at))
+        """The cvxpy formulation of the convex bound at ``W(at)`` (see :meth:`truth`); ``at`` may be
+        omitted when the instance carries a fixed Fantope point ``W`` (a bundled instance)."""
+        instance = self._bound_at(at)
+        return super().formulation() if instance is self.instance else self._build_formulation(instance)
 
     def _check_instance(self, point) -> Instance:
         return self.bound_instance(point)
@@ -188,3 +322,9 @@ class Fantope(Problem):
                            measure_value=traj.fixed_point_gap, n_iter=len(traj.Ms), history=traj.phi,
                            time=traj.time, info={"statuses": traj.statuses, "W_final": traj.info.get("W_final")},
                            detail=f"reference MM, every step certified by the solve ladder: {traj.message}")
+
+
+def _model_of(instance):
+    """The :class:`cvxmetric.fantope.FantopeModel` of a Fantope instance."""
+    from cvxmetric.fantope import fantope_model
+    return fantope_model(instance.X, instance.constraints, **instance.params)

@@ -72,10 +72,10 @@ def test_ladder_certifies_by_interval_and_climbs_on_failure():
     rung is sabotaged (its solver errors) climbs to the next rung instead of failing."""
     from cvxmetric.instances import get_instance
     from cvxmetric.formulations.ladder import LADDER, Rung, solve_certified
-    from cvxmetric.verification.registry import get_spec
+    from cvxmetric.problems import problem_of
 
     inst = get_instance("qwise", "syn-d5")
-    form = get_spec("qwise").build(inst)
+    form = problem_of(inst).formulation()
     truth = solve_certified(form, 1e-6)
     assert truth.certified and truth.rung == LADDER[0].name
     assert truth.bounds.lower <= truth.bounds.upper

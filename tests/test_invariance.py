@@ -17,7 +17,8 @@ from cvxmetric.constraints import ConstraintSet
 from cvxmetric.exceptions import ConvergenceWarning
 from cvxmetric.instances import get_instance
 from cvxmetric.formulations.ladder import solve_certified
-from cvxmetric.verification.registry import get_spec
+from cvxmetric.problems import problem_of
+from cvxmetric.verification.harness import fast_solvers
 from cvxmetric.verification.tolerances import TRUTH_RTOL
 
 #: Agreement of a scaled problem's certified p* with the unscaled one (the bar of the scale-invariance tests).
@@ -41,7 +42,7 @@ def unscaled_truth():
     out = {}
     for method, name in CASES:
         inst = get_instance(method, name)
-        out[method] = solve_certified(get_spec(method).build(inst), TRUTH_RTOL)
+        out[method] = solve_certified(problem_of(inst).formulation(), TRUTH_RTOL)
     return out
 
 
@@ -50,7 +51,7 @@ def unscaled_truth():
 def test_certified_truth_is_scale_invariant(unscaled_truth, method, name, s):
     base = unscaled_truth[method]
     assert base.certified, base.attempts
-    truth = solve_certified(get_spec(method).build(scaled(get_instance(method, name), s)), TRUTH_RTOL)
+    truth = solve_certified(problem_of(scaled(get_instance(method, name), s)).formulation(), TRUTH_RTOL)
     assert truth.certified, truth.attempts
     assert abs(relative_difference(truth.p_star, base.p_star)) <= SCALED_AGREEMENT
 
@@ -58,11 +59,10 @@ def test_certified_truth_is_scale_invariant(unscaled_truth, method, name, s):
 @pytest.mark.parametrize("s", SCALES)
 @pytest.mark.parametrize("method, name", CASES)
 def test_every_fast_solver_is_scale_invariant_or_says_so(unscaled_truth, method, name, s):
-    spec = get_spec(method)
     inst = scaled(get_instance(method, name), s)
-    form = spec.build(inst)
+    form = problem_of(inst).formulation()
     p_star = unscaled_truth[method].p_star
-    for fs in spec.fast_solvers(inst):
+    for fs in fast_solvers(problem_of(inst)):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             res = fs.run(inst)

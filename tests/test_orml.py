@@ -10,8 +10,8 @@ from cvxmetric.orml import (check_ideal_output, direction_problem, orml_model, o
                             pursuit_basis, simulate_log_sessions)
 from cvxmetric.formulations.ladder import solve_certified
 from cvxmetric.formulations.orml import build_orml, direction_values
+from cvxmetric.problems import ORML
 from cvxmetric.solvers.orml import ORML_TOL, direction_bound, orml_pursuit
-from cvxmetric.verification.methods.orml import instance_model
 from cvxmetric.verification.tolerances import GAP_ORML, ORML_ORTHOGONALITY_TOL, ORML_TRUTH_RTOL
 
 
@@ -121,7 +121,7 @@ def test_direction_bound_is_a_lower_bound_and_tight_only_at_the_optimum():
 
 def test_ground_truth_certifies_the_closed_form():
     inst = get_instance("orml", "syn-sessions")
-    model = instance_model(inst)
+    model = ORML.from_instance(inst).model()
     form = build_orml(model)
     truth = solve_certified(form, ORML_TRUTH_RTOL)
     assert truth.certified

@@ -173,7 +173,22 @@ def test_a_bundled_instance_is_a_problem():
     res = p.solve()
     assert res.converged and p.verify(res)["passed"]
     with pytest.raises(ValueError, match="unknown problem"):
-        problems.bundled("qwise_vector", "diag-d10")
+        problems.bundled("qwise-vector", "diag-d10")
+
+
+def test_vector_qwise_is_a_problem_of_the_users_data(data):
+    """The vector model (its point w = [w; b]) on quadruplets and labelled pairs: Newton's point is
+    certified optimal, and the bundled instances are the same Problem."""
+    X, y = data
+    P, lab = _pairs(y, 20, seed=3)
+    problem = problems.QwiseVector(X, _quadruplets(y, 30, seed=4), pairs=P, labels=lab, h=0.05)
+    res = problem.solve()
+    assert res.converged and problem.check(res.w, rtol=1e-3).verdict == "optimal"
+    assert abs(relative_difference(problem.objective(res.w), res.objective)) <= VALUE_AT_RTOL
+    assert problem.verify(res)["passed"]
+    assert isinstance(problems.bundled("qwise_vector", "diag-d10"), problems.QwiseVector)
+    with pytest.raises(ValueError, match="pairs and labels"):
+        problems.QwiseVector(X, _quadruplets(y, 30, seed=4), pairs=P)
 
 
 def test_fantope_checks_a_critical_point_on_its_bound(data):
@@ -186,6 +201,26 @@ def test_fantope_checks_a_critical_point_on_its_bound(data):
     assert p.objective(res.M) == pytest.approx(res.objective, rel=1e-9)
     with pytest.raises(ValueError, match="not convex"):
         p.truth()
+    with pytest.raises(ValueError, match="not convex"):
+        p.solve_bound("pdhg")
+    bound = p.solve_bound("pdhg", at=res.M)    # the bound at W(M): M's critical-point test
+    assert bound.converged and bound.objective == pytest.approx(res.objective, rel=1e-3)
+
+
+def test_fantope_solves_its_convex_bound_at_the_instances_fixed_point():
+    """A bundled Fantope instance carries a Fantope point W: its truth, formulation and
+    solve_bound are those of the convex bound at W (the harness' rows)."""
+    from cvxmetric.verification.tolerances import GAP_FIRST_ORDER
+
+    p = problems.bundled("fantope", "syn-d8-e2")
+    truth = p.truth()
+    assert truth.certified
+    for method in ("pdhg", "subgradient"):
+        res = p.solve_bound(method)
+        assert res.solver == f"fantope-bound-{method}" and res.converged
+        assert 0.0 <= relative_difference(p.formulation().value_at(res.M), truth.bounds.lower) <= GAP_FIRST_ORDER
+    with pytest.raises(ValueError, match="method must be one of"):
+        p.solve_bound("mm")
 
 
 def test_bad_input_names_the_argument(data):
@@ -278,8 +313,9 @@ def test_the_harness_program_starts_the_check_command(cli_files):
 
 # ------------------------------------------------------------------ a method added in one place
 def test_a_toy_method_is_seen_by_problems_estimators_and_the_harness(monkeypatch, data):
-    """A trace-regularized pair hinge, added by its own Problem subclass (the descriptor), its
-    harness spec and one instance, with no shared file edited."""
+    """A trace-regularized pair hinge, added by its own Problem subclass (the descriptor: its
+    algorithm, its run, its formulation), its harness checks (a spec without any solver or
+    formulation of its own) and one instance, with no shared file edited."""
     from cvxmetric import instances
     from cvxmetric.constraints import ConstraintSet
     from cvxmetric.estimators._base import MetricLearner
@@ -287,7 +323,7 @@ def test_a_toy_method_is_seen_by_problems_estimators_and_the_harness(monkeypatch
     from cvxmetric.problems import _base
     from cvxmetric.verification import harness, registry
     from cvxmetric.verification.kkt import hinge_kkt_fast, hinge_kkt_truth
-    from cvxmetric.verification.registry import FastSolver, MethodSpec, Thresholds
+    from cvxmetric.verification.registry import MethodSpec, Thresholds
 
     registry.list_methods()
     instances.list_instances()
@@ -314,14 +350,12 @@ def test_a_toy_method_is_seen_by_problems_estimators_and_the_harness(monkeypatch
             return solve_qwise(self.X, self.constraints, method=method, **self.params,
                                **_base.solver_options(tol, max_iter, **options))
 
-    def build(inst):
-        from cvxmetric.formulations.qwise import build_qwise
-        return build_qwise(inst.X, inst.constraints, **inst.params)
+        def _build_formulation(self, instance):
+            from cvxmetric.formulations.qwise import build_qwise
+            return build_qwise(instance.X, instance.constraints, **instance.params)
 
     registry.register_spec(MethodSpec(
-        name="pairhinge", instance_methods=("pairhinge",), build=build,
-        fast_solvers=lambda inst: [FastSolver("pairhinge-pdhg", lambda i: PairHinge.from_instance(i).solve(),
-                                              1e-3)],
+        name="pairhinge", instance_methods=("pairhinge",),
         kkt_truth=hinge_kkt_truth, kkt_fast=lambda form, M: hinge_kkt_fast(form.model, M),
         tolerances={"pdhg": Thresholds(1e-3, None)}))
     X, y = data
@@ -347,6 +381,7 @@ def test_a_toy_method_is_seen_by_problems_estimators_and_the_harness(monkeypatch
     assert est.problem_.check(est.result_.M, rtol=1e-3).verdict == "optimal"
     (row,) = harness.verify_instance("pairhinge", "iris-pairs", cache=harness.ReferenceCache())
     assert row["passed"], row["errors"]
+    assert row["solver"] == "pairhinge-pdhg"     # the problem's name and its algorithm's
 
 
 # ------------------------------------------------------------------ the documentation's example

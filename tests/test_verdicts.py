@@ -15,6 +15,7 @@ from sklearn.datasets import load_breast_cancer, load_wine
 from cvxmetric.estimators import MMC_Supervised
 from cvxmetric.formulations.ladder import LADDER, Rung, solve_certified
 from cvxmetric.instances import get_instance
+from cvxmetric.problems import problem_of
 from cvxmetric.solvers import solve_qwise
 from cvxmetric.verification import harness
 from cvxmetric.verification.harness import Check, ReferenceCache, score_point, verdict, verify_result
@@ -60,7 +61,7 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ref = cache.get(spec, inst)
     truth_guard, kkt_truth = harness._truth_guard(spec, ref)
     return [harness._fast_row(spec, inst, ref, fs, truth_guard, kkt_truth)
-            for fs in spec.fast_solvers(inst) if fs.name in solvers]
+            for fs in harness.fast_solvers(problem_of(inst)) if fs.name in solvers]
 
 
 @pytest.mark.parametrize("problem, family, name, solvers", [
@@ -112,13 +113,12 @@ def test_boostmetric_truth_residuals_at_an_optimum_at_zero_are_in_objective_unit
     # iris-exp with X x 1e-4: the optimum is X = 0, certified exactly. Residuals relative to ||X||
     # read 0/0 there (Clarabel's raw point -1e-10 I: 1.0); in units of the objective they are the
     # cost of that point's error (3.7e-5 measured: its dual is 7e5 I in the normalized twin)
-    spec = get_spec("boostmetric")
     inst = get_instance("boostmetric", "iris-exp")
-    form = spec.build(dataclasses.replace(inst, X=inst.X * 1e-4))
+    form = problem_of(dataclasses.replace(inst, X=inst.X * 1e-4)).formulation()
     truth = solve_certified(form, 1e-6, ladder=LADDER[:1])
     assert truth.certified and truth.gap <= 1e-12
     assert np.allclose(truth.point, 0.0)
-    res = spec.kkt_truth(truth.formulation, truth.solution)
+    res = get_spec("boostmetric").kkt_truth(truth.formulation, truth.solution)
     assert max(res["primal_psd"], res["comp_psd"], res["primal_margin"]) < 1e-3, res
     assert res["stationarity_X"] < 1e-8, res
 

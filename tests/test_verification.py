@@ -9,7 +9,8 @@ from cvxmetric.instances import Instance, get_instance
 from cvxmetric.verification import registry
 from cvxmetric.verification.cli import load_point, main
 from cvxmetric.verification.harness import REQUIRED_KEYS, Check, ReferenceCache, score_point, verify_instance
-from cvxmetric.verification.registry import FastSolver, MethodSpec, get_spec, list_methods
+from cvxmetric.problems import Qwise, Run
+from cvxmetric.verification.registry import MethodSpec, get_spec, list_methods
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +82,10 @@ def _toy_instance(seed=0):
 
 
 def _broken_spec(**overrides):
+    """The spec "broken": Qwise's checks (its instances are Qwise problems), with ``overrides``."""
     base = get_spec("qwise")
-    fields = dict(name="broken", instance_methods=("qwise",), build=base.build,
-                  fast_solvers=base.fast_solvers, kkt_truth=base.kkt_truth, kkt_fast=base.kkt_fast)
+    fields = dict(name="broken", instance_methods=("qwise",), kkt_truth=base.kkt_truth, kkt_fast=base.kkt_fast,
+                  tolerances=base.tolerances)
     fields.update(overrides)
     return MethodSpec(**fields)
 
@@ -92,16 +94,17 @@ def _boom(*args, **kwargs):
     raise RuntimeError("deliberate failure")
 
 
-@pytest.mark.parametrize("override, stage", [
-    ({"build": _boom}, "build"),
-    ({"fast_solvers": lambda inst: [FastSolver("boom", _boom, 1e-3)]}, "fast_solve"),
-    ({"kkt_fast": _boom}, "kkt_fast"),
-    ({"kkt_truth": _boom}, "kkt_truth"),
-    ({"extra_checks": _boom}, "extra_checks"),
+@pytest.mark.parametrize("problem_hook, override, stage", [
+    ("_build_formulation", {}, "build"),     # the Problem builds the formulation
+    ("_run", {}, "fast_solve"),              # and runs the fast solvers
+    (None, {"kkt_fast": _boom}, "kkt_fast"),
+    (None, {"kkt_truth": _boom}, "kkt_truth"),
+    (None, {"extra_checks": _boom}, "extra_checks"),
 ])
-def test_a_failing_stage_fails_its_row_with_the_reason(monkeypatch, override, stage, capsys):
-    spec = _broken_spec(**override)
-    monkeypatch.setitem(registry._SPECS, "broken", spec)
+def test_a_failing_stage_fails_its_row_with_the_reason(monkeypatch, problem_hook, override, stage, capsys):
+    if problem_hook is not None:
+        monkeypatch.setattr(Qwise, problem_hook, _boom)
+    monkeypatch.setitem(registry._SPECS, "broken", _broken_spec(**override))
     rows = verify_instance("broken", "syn-d5", cache=ReferenceCache(), instance_method="qwise")
     assert rows and not any(r["passed"] for r in rows)
     assert any(stage in e and "deliberate failure" in e for r in rows for e in r["errors"])
@@ -116,17 +119,33 @@ def test_converged_claim_without_certificate_fails_the_row(monkeypatch):
     """A solver whose result does not carry the contract's measure fails 'result_contract'."""
     from cvxmetric.solvers.result import SolverResult
 
-    def liar(inst):
-        d = inst.d
+    def liar(problem, method, tol, max_iter, random_state, options):
+        d = problem.d
         return SolverResult("liar", np.zeros((d, d)), None, 0.0, 1, True, np.zeros(1), 0.0)
 
-    spec = _broken_spec(fast_solvers=lambda inst: [FastSolver("liar", liar, 1e-3)])
-    monkeypatch.setitem(registry._SPECS, "broken", spec)
+    monkeypatch.setattr(Qwise, "runs", lambda problem: (Run("liar", "pdhg"),))
+    monkeypatch.setattr(Qwise, "_run", liar)
+    monkeypatch.setitem(registry._SPECS, "broken", _broken_spec())
     (row,) = verify_instance("broken", "syn-d5", cache=ReferenceCache(), instance_method="qwise")
+    assert row["solver"] == "qwise-liar"
     assert not row["passed"]
     assert not row["checks"]["result_contract"]["passed"]
     assert not row["checks"]["rel_gap"]["passed"]           # M = 0 is far from optimal
     assert not row["checks"]["value_at_agreement"]["passed"]  # its objective 0 is not f(0)
+
+
+def test_rows_are_the_problems_runs_with_their_thresholds():
+    """A row per documented run of the instance's Problem, labelled by its name and the run's, held
+    to the thresholds of the run's algorithm (or of the variant its label names)."""
+    from cvxmetric.problems import problem_of
+    from cvxmetric.verification.harness import fast_solvers
+
+    held = get_spec("qwise").tolerances
+    rows = fast_solvers(problem_of(get_instance("qwise", "syn-d5")))
+    assert [fs.name for fs in rows] == ["qwise-subgradient", "qwise-pdhg", "qwise-pdhg-ws"]
+    assert [(fs.gap_tol, fs.kkt_tol) for fs in rows] == [tuple(held[k]) for k in ("subgradient", "pdhg", "pdhg-ws")]
+    (vector,) = fast_solvers(problem_of(get_instance("qwise_vector", "diag-d10")))
+    assert vector.name == "qwise-vector-newton" and (vector.gap_tol, vector.kkt_tol) == tuple(held["newton"])
 
 
 # ----------------------------------------------------------------------------- command line

@@ -1,5 +1,10 @@
 r"""The verification harness: certified ground truth vs fast solvers, one row per method x instance x solver.
 
+Every instance is a :class:`cvxmetric.problems.Problem` (:func:`cvxmetric.problems.problem_of`): it
+builds the formulation of the ground truth and runs the fast solvers, one row per documented run
+(:meth:`~cvxmetric.problems.Problem.runs`, :func:`fast_solvers`); the method's
+:class:`~cvxmetric.verification.registry.MethodSpec` adds the checks and the thresholds.
+
 For every row it measures (design §6):
 
 * :math:`p^*` as a **certified interval** :math:`[\ell, u]` computed by project code
@@ -45,9 +50,11 @@ from cvxmetric.parallel import BLAS_THREADS as PARALLEL_BLAS_THREADS, run_tasks
 from cvxmetric.formulations.ladder import LADDER, CertifiedTruth, solve_certified
 
 from . import tolerances as tol
+from cvxmetric.problems import problem_of
+
 from .registry import FastSolver, MethodSpec, get_spec, list_methods
 
-__all__ = ["Check", "verdict", "TRUTH_STAGES", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache",
+__all__ = ["Check", "verdict", "TRUTH_STAGES", "verify_method", "verify_instance", "verify_cases", "verify_result", "score_point", "ReferenceCache", "fast_solvers",
            "REQUIRED_KEYS", "default_cases", "find_instance_method", "BLAS_THREADS"]
 
 #: Stable keys of every row (the JSON output documented in docs/report.md).
@@ -196,9 +203,14 @@ def _scs_opinion(form) -> tuple[Optional[float], Optional[float]]:
     return form.value_at(point), time.perf_counter() - t0
 
 
+def _build(inst):
+    """The formulation of ``inst``, built by its Problem (:func:`cvxmetric.problems.problem_of`)."""
+    return problem_of(inst).formulation()
+
+
 def _solve_reference(spec: MethodSpec, inst) -> _Reference:
     guard = _Guard()
-    form = guard("build", spec.build, inst)
+    form = guard("build", _build, inst)
     truth = None if form is None else guard("truth", solve_certified, form, spec.truth_tolerance())
     p_scs, t_scs = (None, None)
     if form is not None:
@@ -380,6 +392,18 @@ def _error_row(method: str, instance: str, seed: int, stage: str, exc: BaseExcep
     return row
 
 
+def fast_solvers(problem) -> list[FastSolver]:
+    """The rows a :class:`cvxmetric.problems.Problem` runs: one per documented run
+    (:meth:`~cvxmetric.problems.Problem.runs`), labelled by
+    :meth:`~cvxmetric.problems.Problem.run_label` and held to the thresholds of its algorithm
+    (:meth:`~cvxmetric.problems.Problem.run_thresholds`)."""
+    def row(run):
+        held = problem.run_thresholds(run)
+        return FastSolver(problem.run_label(run), lambda _inst: problem.execute(run), held.gap_tol,
+                          held.kkt_tol, run.expect_converged)
+    return [row(run) for run in problem.runs()]
+
+
 def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCache] = None,
                     instance_method: Optional[str] = None, seed: int = 0) -> list[dict]:
     """All rows (one per fast solver, plus method-level rows) of one method on one instance.
@@ -400,7 +424,7 @@ def verify_instance(method: str, instance: str, *, cache: Optional[ReferenceCach
     ref = cache.get(spec, inst)
     truth_guard, kkt_truth = _truth_guard(spec, ref)
     try:
-        solvers = spec.fast_solvers(inst)
+        solvers = fast_solvers(problem_of(inst))
     except Exception as exc:   # noqa: BLE001
         return [_error_row(spec.name, inst.name, seed, "fast_solvers", exc)]
     rows = [_fast_row(spec, inst, ref, fs, truth_guard, kkt_truth) for fs in solvers]
@@ -427,7 +451,8 @@ def verify_result(method: str, instance, result, *, solver: str, gap_tol: float 
     Parameters
     ----------
     method : str
-        Harness method name (``"lmnn"``, ``"itml"``, ...), whose spec builds the formulation.
+        Harness method name (``"lmnn"``, ``"itml"``, ...), whose spec holds the checks (the
+        instance's Problem builds the formulation).
     instance : cvxmetric.instances.Instance
         The problem the result solves (any name; the ground truth is computed for it).
     result : SolverResult

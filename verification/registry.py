@@ -1,16 +1,21 @@
 """How a method plugs into the harness: a :class:`MethodSpec` per method, auto-discovered.
 
 Each module of ``verification/methods/`` defines ``SPEC = MethodSpec(...)`` (or a list
-``SPECS``). Adding a method never edits a shared file.
+``SPECS``). A spec holds only the harness' own part of a method, its checks and thresholds: the
+instances it verifies are :class:`cvxmetric.problems.Problem` objects, which build the
+formulation and run the fast solvers (:meth:`~cvxmetric.problems.Problem.runs`). Adding a method
+is its Problem subclass and its spec; it never edits a shared file.
 """
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple, Optional
 
-__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "list_methods", "register_spec", "truth_rtol"]
+__all__ = ["MethodSpec", "FastSolver", "Thresholds", "get_spec", "spec_of_problem", "list_methods", "register_spec",
+           "truth_rtol"]
 
 
 class Thresholds(NamedTuple):
@@ -27,7 +32,9 @@ class Thresholds(NamedTuple):
 
 @dataclass(frozen=True)
 class FastSolver:
-    """A fast solver as the harness runs it.
+    """A fast solver as the harness runs it: a :class:`cvxmetric.problems.Run` of an instance's
+    Problem with its thresholds, or a result computed elsewhere
+    (:func:`cvxmetric.verification.harness.verify_result`).
 
     Attributes
     ----------
@@ -61,11 +68,9 @@ class MethodSpec:
     name : str
         CLI name (``qwise``, ``fantope``, ``lmnn``, ``mmc``, ``itml``, ``boostmetric``).
     instance_methods : tuple of str
-        Keys of ``cvxmetric.instances`` whose instances this method verifies.
-    build : callable
-        ``build(instance) -> Formulation``.
-    fast_solvers : callable
-        ``fast_solvers(instance) -> list[FastSolver]``.
+        The problem families (keys of ``cvxmetric.instances``, names of
+        :class:`cvxmetric.problems.Problem` subclasses) whose instances this method verifies: each
+        instance's Problem builds its formulation and runs its fast solvers.
     kkt_truth : callable
         ``kkt_truth(formulation, reference_solution) -> dict[str, float]``.
     kkt_fast : callable or None
@@ -85,8 +90,13 @@ class MethodSpec:
         (``cvxmetric.verification.tolerances.TRUTH_RTOL`` unless a method documents another).
     tolerances : mapping of str to Thresholds
         The thresholds of each fast solver of the method, by the ``method=`` name of its
-        ``solve_<method>`` facade (the module's ``TOLERANCES``): the report's rows of that solver
-        and an estimator's ``verify()`` with ``solver=`` that name hold it to the same numbers.
+        ``solve_<method>`` facade, or the name of a variant result
+        (:attr:`cvxmetric.problems.Problem.result_variants`; the module's ``TOLERANCES``): the
+        report's rows of that solver and an estimator's ``verify()`` with ``solver=`` that name
+        hold it to the same numbers.
+    report_order : float
+        The method's place in the report, ascending (a method without one follows those with one,
+        alphabetically).
     load_error : str or None
         Set (by the registry) when the method's module failed to import: the report then shows
         one failed row with this reason instead of crashing.
@@ -94,8 +104,6 @@ class MethodSpec:
 
     name: str
     instance_methods: tuple
-    build: Callable
-    fast_solvers: Callable
     kkt_truth: Callable
     kkt_fast: Optional[Callable] = None
     extra_checks: Optional[Callable] = None
@@ -103,6 +111,7 @@ class MethodSpec:
     truth_checks: tuple = ()
     truth_rtol: Optional[float] = None
     tolerances: Mapping[str, Thresholds] = field(default_factory=dict)
+    report_order: float = math.inf
     load_error: Optional[str] = None
 
     def truth_tolerance(self) -> float:
@@ -146,19 +155,13 @@ def register_spec(spec: MethodSpec) -> MethodSpec:
 def _broken_spec(name: str, error: str) -> MethodSpec:
     def fail(*args, **kwargs):
         raise RuntimeError(f"the method module {name!r} failed to import: {error}")
-    return MethodSpec(name=name, instance_methods=(), build=fail, fast_solvers=fail, kkt_truth=fail,
-                      load_error=error)
-
-
-#: Report order of the methods (others follow alphabetically).
-METHOD_ORDER = ("qwise", "fantope", "lmnn", "mmc", "mmc_diagonal", "itml", "boostmetric", "orml")
+    return MethodSpec(name=name, instance_methods=(), kkt_truth=fail, load_error=error)
 
 
 def list_methods() -> list[str]:
-    """Names of the verifiable methods, in report order."""
+    """Names of the verifiable methods, in report order (:attr:`MethodSpec.report_order`, then the name)."""
     _load()
-    known = [m for m in METHOD_ORDER if m in _SPECS]
-    return known + sorted(set(_SPECS) - set(known))
+    return sorted(_SPECS, key=lambda name: (_SPECS[name].report_order, name))
 
 
 def get_spec(name: str) -> MethodSpec:
@@ -167,6 +170,19 @@ def get_spec(name: str) -> MethodSpec:
     if name not in _SPECS:
         raise ValueError(f"unknown method {name!r}; choose one of {', '.join(list_methods())}")
     return _SPECS[name]
+
+
+def spec_of_problem(problem: str) -> MethodSpec:
+    """The :class:`MethodSpec` that verifies the problem family ``problem``: the spec of that name,
+    else the one listing it among its ``instance_methods`` (e.g. ``"qwise_vector"`` -> ``"qwise"``)."""
+    _load()
+    if problem in _SPECS:
+        return _SPECS[problem]
+    for spec in _SPECS.values():
+        if problem in spec.instance_methods:
+            return spec
+    raise ValueError(f"no method of the harness verifies the problem {problem!r}; the methods are "
+                     f"{', '.join(list_methods())}")
 
 
 def truth_rtol(name: str) -> float:

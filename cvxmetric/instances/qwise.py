@@ -127,51 +127,55 @@ def _hierarchy_diag_d8(seed: int = 0) -> Instance:
 
 
 # ----------------------------------------------------------------------------- webpage change detection
-def webpage_instance(method: str, name: str, seed: int) -> Instance:
+def webpage_monotony(seed: int):
     r"""Thesis ch. 4 on a simulated page (:mod:`cvxmetric.webpage`): 4 x 5 grid (8 menu, 3 ad, 9 content
     regions), 60 hourly versions of which the first 30 train; monotony sets A and B with change period
     change_period = 4 in the window t - r <= 2, s - t <= 3 (eqs. 4.1-4.2, 214 quadruplets).
 
-    ``method="qwise_vector"``: diagonal w >= 0 on d_regions (eq. 4.5) plus 8 similar and 8 dissimilar
-    successive pairs labelled by the simulator's ground truth (a story replaced or not) against the
-    learned threshold b (eqs. 4.3-4.4; b is the vector model's bias). ``method="qwise"``: full M on
-    c = sqrt(d_regions) (eq. 4.6), A and B only, trace regularizer, C_Q = 0.03. (At C_Q = 0.3-1 the
-    problem is nearly separable with many tight constraints: the subgradient method needed > 20,000
-    iterations for a 5e-4 certified gap on 2-4 of 5 seeds and PDHG's fast-point KKT residual reached
-    0.2-0.29.) The optimum is clearly positive (0.45-1.2 on seeds 0-4): every A term costs C_Q at the
-    origin.
-    ``extra``: ``history`` (all 60 versions, the ground truth), ``pairs`` (the VersionPairs table of
-    ``X``), ``n_train`` (30), ``change_period``.
+    Returns ``(table, constraints, extra)``: the VersionPairs table of the training pairs, their
+    monotony quadruplets, and the instances' ``extra``: ``history`` (all 60 versions, the ground
+    truth), ``pairs`` (the table), ``n_train`` (30), ``change_period``.
     """
-    from ..webpage import monotony_constraints, simulate_page, successive_pairs, threshold_pairs
+    from ..webpage import monotony_constraints, simulate_page
 
     n_versions, n_train, change_period, back, ahead = 60, 30, 4, 2, 3
     history = simulate_page(n_versions, seed=shifted_seed(60, seed))
     table = history.version_pairs([(r, s) for r in range(n_train) for s in range(r + 1, min(n_train, r + back + ahead + 1))])
     cons = monotony_constraints(table, change_period, max_back=back, max_ahead=ahead)
-    extra = {"history": history, "pairs": table, "n_train": n_train, "change_period": change_period}
-    if method == "qwise":
-        return Instance("qwise", name, table.X, cons, params={"regularizer": "trace", "C_Q": 0.03, "C_P": 1.0,
-                                                                  "reg_weight": 1.0},
-                        description=f"webpage, full M on sqrt(d_regions), d=20, {len(cons)} monotony quadruplets",
-                        extra=extra)
-    succ = successive_pairs(n_train)
-    change = history.semantic_change(succ)
-    rng = np.random.default_rng(shifted_seed(61, seed))
-    sim = rng.permutation(succ[change == 0])[:8]
-    dis = rng.permutation(succ[change > 0])[:8]
-    cons = cons + threshold_pairs(table, similar=sim, dissimilar=dis)
-    return Instance("qwise_vector", name, table.X, cons, params={"diagonal": True, "C_Q": 1.0, "C_P": 1.0, "h": 0.05},
-                    description=f"webpage, diagonal w on d_regions, d=20, {len(cons) - len(sim) - len(dis)} "
-                                f"monotony quadruplets + {len(sim)} similar / {len(dis)} dissimilar pairs",
-                    extra=extra)
+    return table, cons, {"history": history, "pairs": table, "n_train": n_train, "change_period": change_period}
 
 
 @register("qwise_vector", "webpage-diag")
 def _webpage_diag(seed: int = 0) -> Instance:
-    return webpage_instance("qwise_vector", "webpage-diag", seed)
+    """The simulated page (:func:`webpage_monotony`), vector model: diagonal w >= 0 on d_regions
+    (eq. 4.5) on the monotony quadruplets plus 8 similar and 8 dissimilar successive pairs labelled
+    by the simulator's ground truth (a story replaced or not) against the learned threshold b
+    (eqs. 4.3-4.4; b is the vector model's bias)."""
+    from ..webpage import successive_pairs, threshold_pairs
+
+    table, cons, extra = webpage_monotony(seed)
+    succ = successive_pairs(extra["n_train"])
+    change = extra["history"].semantic_change(succ)
+    rng = np.random.default_rng(shifted_seed(61, seed))
+    sim = rng.permutation(succ[change == 0])[:8]
+    dis = rng.permutation(succ[change > 0])[:8]
+    pairs = threshold_pairs(table, similar=sim, dissimilar=dis)
+    return Instance("qwise_vector", "webpage-diag", table.X, cons + pairs,
+                    params={"diagonal": True, "C_Q": 1.0, "C_P": 1.0, "h": 0.05},
+                    description=f"webpage, diagonal w on d_regions, d=20, {len(cons)} "
+                                f"monotony quadruplets + {len(sim)} similar / {len(dis)} dissimilar pairs",
+                    extra=extra)
 
 
 @register("qwise", "webpage-full")
 def _webpage_full(seed: int = 0) -> Instance:
-    return webpage_instance("qwise", "webpage-full", seed)
+    """The simulated page (:func:`webpage_monotony`), full M on c = sqrt(d_regions) (eq. 4.6), the
+    monotony sets A and B only, trace regularizer, C_Q = 0.03. (At C_Q = 0.3-1 the problem is nearly
+    separable with many tight constraints: the subgradient method needed > 20,000 iterations for a
+    5e-4 certified gap on 2-4 of 5 seeds and PDHG's fast-point KKT residual reached 0.2-0.29.) The
+    optimum is clearly positive (0.45-1.2 on seeds 0-4): every A term costs C_Q at the origin."""
+    table, cons, extra = webpage_monotony(seed)
+    return Instance("qwise", "webpage-full", table.X, cons,
+                    params={"regularizer": "trace", "C_Q": 0.03, "C_P": 1.0, "reg_weight": 1.0},
+                    description=f"webpage, full M on sqrt(d_regions), d=20, {len(cons)} monotony quadruplets",
+                    extra=extra)

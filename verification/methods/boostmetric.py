@@ -23,13 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from cvxmetric.linalg import project_psd
-from cvxmetric.formulations.boostmetric import build_boostmetric
-from cvxmetric.solvers.boostmetric_cg import boostmetric_hinge_cg
-from cvxmetric.solvers.boostmetric_gradient import boostmetric_projected_gradient
-from cvxmetric.solvers.boostmetric_stagewise import boostmetric_stagewise, boostmetric_totally_corrective
 
 from ..kkt import relative_residual
-from ..registry import FastSolver, MethodSpec, Thresholds
+from ..registry import MethodSpec, Thresholds
 from ..tolerances import (GAP_BOOSTMETRIC_HINGE, GAP_BOOSTMETRIC_SMOOTH,
                           GAP_BOOSTMETRIC_STAGEWISE, KKT_FAST_BOOSTMETRIC, KKT_TRUTH_DUAL_WEIGHTS,
                           TRACE_ONE_TOL)
@@ -41,28 +37,6 @@ TOLERANCES = {"column_generation": Thresholds(GAP_BOOSTMETRIC_HINGE, None),
               "totally_corrective": Thresholds(GAP_BOOSTMETRIC_SMOOTH, KKT_FAST_BOOSTMETRIC),
               "stagewise": Thresholds(GAP_BOOSTMETRIC_STAGEWISE, None),
               "projected_gradient": Thresholds(GAP_BOOSTMETRIC_SMOOTH, KKT_FAST_BOOSTMETRIC)}
-
-
-def _build(inst):
-    return build_boostmetric(inst.X, inst.constraints, **inst.params)
-
-
-def _fast(inst):
-    loss, nu = inst.params["loss"], inst.params["nu"]
-    if loss == "hinge":
-        return [FastSolver("boostmetric-hinge-cg", lambda i: boostmetric_hinge_cg(i.X, i.constraints, nu),
-                           *TOLERANCES["column_generation"])]
-    return [FastSolver(f"boostmetric-{loss}-tc",
-                       lambda i: boostmetric_totally_corrective(i.X, i.constraints, loss=loss, nu=nu,
-                                                                n_columns=3, max_iter=1000),
-                       *TOLERANCES["totally_corrective"]),
-            FastSolver(f"boostmetric-{loss}-stagewise",
-                       lambda i: boostmetric_stagewise(i.X, i.constraints, loss=loss, nu=nu, max_iter=2000,
-                                                       tol=TOLERANCES["stagewise"].gap_tol),
-                       *TOLERANCES["stagewise"]),
-            FastSolver(f"boostmetric-{loss}-fista",
-                       lambda i: boostmetric_projected_gradient(i.X, i.constraints, loss=loss, nu=nu),
-                       *TOLERANCES["projected_gradient"])]
 
 
 def _kkt_truth(form, sol) -> dict:
@@ -171,11 +145,10 @@ def _extra(form, inst, res, truth):
 SPEC = MethodSpec(
     name="boostmetric",
     instance_methods=("boostmetric",),
-    build=_build,
-    fast_solvers=_fast,
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra,
     truth_checks=("truth_dual_weights",),
     tolerances=TOLERANCES,
+    report_order=6,
 )

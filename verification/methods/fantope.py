@@ -1,7 +1,8 @@
 r"""Fantope regularization in the harness (design §5.5, §6).
 
 Fast-solver rows: the convex bound :math:`\hat\varphi(\cdot; W)` at the instance's fixed Fantope point
-``extra["W"]`` — the projected subgradient engine and restarted PDHG vs cvxpy (Clarabel, SCS),
+``extra["W"]`` — the projected subgradient engine and restarted PDHG
+(:meth:`cvxmetric.problems.Fantope.solve_bound`) vs cvxpy (Clarabel, SCS),
 gap, KKT and (PDHG) certified gap as for Qwise (the bound *is* a hinge model).
 
 Method-level rows (``extra_rows``), one per theorem check, with the stable keys filled with
@@ -34,17 +35,14 @@ import warnings
 import numpy as np
 
 from cvxmetric.exceptions import ConvergenceWarning
-from cvxmetric.fantope import fantope_model
 from cvxmetric.linalg import random_psd
-from cvxmetric.formulations.fantope import build_fantope_bound
-from cvxmetric.solvers.pdhg import pdhg
-from cvxmetric.solvers.subgradient import projected_subgradient
+from cvxmetric.problems import Fantope
 
 from .. import tolerances as tol
 from ..fantope_checks import lmo_checks, mm_checks, supergradient_checks, uniqueness_checks, zero_gap_checks
 from ..harness import Check
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth
-from ..registry import FastSolver, MethodSpec, Thresholds
+from ..registry import MethodSpec, Thresholds
 
 #: The thresholds of the Fantope solvers (``solve_fantope(method=...)``), non-convex: a fit is
 #: verified on the convex bound at W(M) of its M, whose certified minimum is the critical-point
@@ -52,27 +50,19 @@ from ..registry import FastSolver, MethodSpec, Thresholds
 #: fixed-point gap by the ladder); ``subgradient``: the thesis' alg. 2 (row ``fantope-subgradient
 #: (alg. 2)``), a local method without an optimality certificate of its own; ``factor``: the
 #: subgradient over a factor L (M = L^T L), no row of its own, a local method held as alg. 2.
+#: ``bound-subgradient`` / ``bound-pdhg``: the convex bound at a fixed W
+#: (:meth:`cvxmetric.problems.Fantope.solve_bound`), a hinge problem held as Qwise's solvers (the
+#: subgradient row's fast-point KKT residual is reported, not checked: tolerances.KKT_FAST_FIRST_ORDER).
 TOLERANCES = {"mm": Thresholds(tol.FANTOPE_MM_GAP, None),
               "subgradient": Thresholds(tol.FANTOPE_ALG2_GAP, None),
-              "factor": Thresholds(tol.FANTOPE_ALG2_GAP, None)}
+              "factor": Thresholds(tol.FANTOPE_ALG2_GAP, None),
+              "bound-subgradient": Thresholds(tol.GAP_FIRST_ORDER, None),
+              "bound-pdhg": Thresholds(tol.GAP_FIRST_ORDER, tol.KKT_FAST_FIRST_ORDER)}
 
 
 def model_of(inst):
-    """The :class:`~cvxmetric.fantope.FantopeModel` of an instance."""
-    return fantope_model(inst.X, inst.constraints, **inst.params)
-
-
-def _build(inst):
-    return build_fantope_bound(model_of(inst), inst.extra["W"])
-
-
-def _fast(inst):
-    def run(solver, name):
-        return lambda i: solver(model_of(i).bound(i.extra["W"]), solver_name=name)
-    # the subgradient row's fast-point KKT residual is reported, not checked (tolerances.KKT_FAST_FIRST_ORDER)
-    return [FastSolver(name, run(solver, name), tol.GAP_FIRST_ORDER, kkt_tol)
-            for solver, name, kkt_tol in ((projected_subgradient, "fantope-bound-subgradient", None),
-                                          (pdhg, "fantope-bound-pdhg", tol.KKT_FAST_FIRST_ORDER))]
+    """The :class:`~cvxmetric.fantope.FantopeModel` of an instance (its Fantope problem's model)."""
+    return Fantope.from_instance(inst).model()
 
 
 def _kkt_fast(form, point):
@@ -264,10 +254,9 @@ def _extra_rows(inst) -> list[dict]:
 SPEC = MethodSpec(
     name="fantope",
     instance_methods=("fantope",),
-    build=_build,
-    fast_solvers=_fast,
     kkt_truth=hinge_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_rows=_extra_rows,
     tolerances=TOLERANCES,
+    report_order=1,
 )

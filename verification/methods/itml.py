@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxmetric.formulations.itml import build_itml, itml_kkt_truth
-from cvxmetric.solvers.itml import solve_itml
+from cvxmetric.formulations.itml import itml_kkt_truth
 
-from ..registry import FastSolver, MethodSpec, Thresholds
+from ..registry import MethodSpec, Thresholds
 from ..tolerances import GAP_BREGMAN, KKT_FAST_BREGMAN, KKT_TRUTH_DUAL_WEIGHTS
 
 #: The residual of :func:`itml_kkt_truth` that reads the slacks' exponential-cone duals.
@@ -33,14 +32,6 @@ SLACK_STATIONARITY = "stationarity_xi"
 #: The thresholds of ITML's solver (``solve_itml(method=...)``); the fast point's stationarity is
 #: checked by the multiplier agreement (extra check, KKT_FAST_BREGMAN), not by a KKT residual.
 TOLERANCES = {"bregman": Thresholds(GAP_BREGMAN, None)}
-
-
-def _build(inst):
-    return build_itml(inst.X, inst.constraints, **inst.params)
-
-
-def _fast(inst):
-    return [FastSolver("itml-bregman", lambda i: solve_itml(i.X, i.constraints, **i.params), *TOLERANCES["bregman"])]
 
 
 def _kkt_fast(form, point):
@@ -74,11 +65,10 @@ def _extra(form, inst, res, truth):
 SPEC = MethodSpec(
     name="itml",
     instance_methods=("itml",),
-    build=_build,
-    fast_solvers=_fast,
     kkt_truth=_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra,
     truth_checks=("truth_slack_stationarity",),
     tolerances=TOLERANCES,
+    report_order=5,
 )

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxmetric.formulations.lmnn import build_lmnn
-from cvxmetric.solvers.lmnn import solve_lmnn
-
 from ..kkt import hinge_kkt_fast, hinge_kkt_truth
-from ..registry import FastSolver, MethodSpec, Thresholds
+from ..registry import MethodSpec, Thresholds
 from ..tolerances import GAP_FIRST_ORDER
 
 #: The thresholds of LMNN's solvers (``solve_lmnn(method=...)``). Both stop on the certified gap of
@@ -20,26 +17,6 @@ from ..tolerances import GAP_FIRST_ORDER
 #: KKT residual 0.14), as for Qwise's working set (``qwise.TOLERANCES["pdhg-ws"]``).
 TOLERANCES = {"subgradient": Thresholds(GAP_FIRST_ORDER, None),
               "pdhg": Thresholds(GAP_FIRST_ORDER, None)}
-
-
-def _params(inst) -> dict:
-    return {k: inst.params[k] for k in ("n_neighbors", "regularization", "margin")}
-
-
-def _build(inst):
-    return build_lmnn(inst.X, inst.y, **_params(inst))
-
-
-def _fast(inst):
-    return [FastSolver("lmnn-search", lambda i: solve_lmnn(i.X, i.y, method="subgradient",
-                                                                     impostors="search", **_params(i)),
-                       *TOLERANCES["subgradient"]),
-            FastSolver("lmnn-materialised",
-                       lambda i: solve_lmnn(i.X, i.y, method="subgradient", impostors="materialised",
-                                            **_params(i)),
-                       *TOLERANCES["subgradient"]),
-            FastSolver("lmnn-pdhg", lambda i: solve_lmnn(i.X, i.y, method="pdhg", **_params(i)),
-                       *TOLERANCES["pdhg"])]
 
 
 def _kkt_fast(form, point):
@@ -67,10 +44,9 @@ def _extra_checks(form, inst, res, truth):
 SPEC = MethodSpec(
     name="lmnn",
     instance_methods=("lmnn",),
-    build=_build,
-    fast_solvers=_fast,
     kkt_truth=hinge_kkt_truth,
     kkt_fast=_kkt_fast,
     extra_checks=_extra_checks,
     tolerances=TOLERANCES,
+    report_order=2,
 )

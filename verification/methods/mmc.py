@@ -24,8 +24,8 @@ Every residual is scale-free: matrices are compared in the model's equilibrated 
 divided by the size of the terms it balances (never by ``max(1, ...)``); the constraint residuals
 :math:`1 - g` are already relative to the right-hand side 1.
 
-Fast solvers: the ascent in whitened coordinates (``mmc-ascent``, the default) and in the
-original ones (``mmc-ascent-raw``). The diagonal MMC (``mmc_diagonal``, metric-learn's
+Fast solvers (the MMC problem's runs, :meth:`cvxmetric.problems.MMC.runs`): the ascent in
+whitened coordinates (``mmc-ascent``, the default) and in the original ones (``mmc-ascent-raw``). The diagonal MMC (``mmc_diagonal``, metric-learn's
 ``diagonal=True``) is checked the same way with the vector :math:`a = \operatorname{diag}(M)`:
 :math:`z = s - \nu \nabla g(a) \ge 0` and :math:`z \circ a = 0` replace the PSD dual slack, each
 feature's residual relative to the larger of its two terms. Their optimality measure is the certified gap of
@@ -41,11 +41,10 @@ from __future__ import annotations
 import numpy as np
 
 from cvxmetric.mmc import DiagonalMMCModel, MMCModel
-from cvxmetric.formulations.mmc import build_mmc, build_mmc_diagonal, build_mmc_max
-from cvxmetric.solvers.mmc import solve_mmc, solve_mmc_diagonal
+from cvxmetric.formulations.mmc import build_mmc_max
 
 from ..kkt import relative_residual
-from ..registry import FastSolver, MethodSpec, Thresholds
+from ..registry import MethodSpec, Thresholds
 from ..tolerances import GAP_FIRST_ORDER, MMC_SCALE_IDENTITY_FAST_RTOL, MMC_SCALE_IDENTITY_RTOL
 
 #: The thresholds of MMC's solver (``solve_mmc(method=...)``): the first-order gap, and its KKT
@@ -112,18 +111,12 @@ def _extra_checks(form, inst, res, truth):
 SPEC = MethodSpec(
     name="mmc",
     instance_methods=("mmc",),
-    build=lambda inst: build_mmc(inst.X, inst.constraints),
-    fast_solvers=lambda inst: [
-        FastSolver("mmc-ascent", lambda i: solve_mmc(i.X, i.constraints), *TOLERANCES["ascent"]),
-        # without the whitening preconditioner the ascent is slow on ill-conditioned C_S (wine,
-        # seed 2: certified gap 3e-5 after 5,000 iterations): held to the first-order tolerance
-        FastSolver("mmc-ascent-raw", lambda i: solve_mmc(i.X, i.constraints, whiten=False, tol=GAP_FIRST_ORDER / 10),
-                   *TOLERANCES["ascent"])],
     kkt_truth=mmc_kkt_truth,
     kkt_fast=mmc_kkt_fast,
     extra_checks=_extra_checks,
     truth_checks=("scale_identity_truth",),
     tolerances=TOLERANCES,
+    report_order=3,
 )
 
 
@@ -156,12 +149,10 @@ def mmc_diagonal_kkt_fast(form, point) -> float:
 DIAGONAL_SPEC = MethodSpec(
     name="mmc_diagonal",
     instance_methods=("mmc_diagonal",),
-    build=lambda inst: build_mmc_diagonal(inst.X, inst.constraints),
-    fast_solvers=lambda inst: [FastSolver("mmc-diagonal-ascent", lambda i: solve_mmc_diagonal(i.X, i.constraints),
-                                          *TOLERANCES["ascent"])],
     kkt_truth=mmc_diagonal_kkt_truth,
     kkt_fast=mmc_diagonal_kkt_fast,
     tolerances=TOLERANCES,
+    report_order=4,
 )
 
 SPECS = [DIAGONAL_SPEC]

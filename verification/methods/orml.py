@@ -6,7 +6,7 @@ stationarity of the normal equations per direction, :math:`\|G_d^T(G_d b_d - h_d
 (\|G_d^T G_d b_d\| + \|G_d^T h_d\|)`, and the relative violation of "residual"
 (:math:`\|z - (Gw - h)\| / \max(\|z\|, \|h\|)`).
 
-Fast solver: ``orml-pursuit`` (:func:`cvxmetric.solvers.orml.orml_pursuit`, Cholesky normal equations);
+Fast solver: ``orml-pursuit`` (the ORML problem's ``"pursuit"``, :func:`cvxmetric.solvers.orml.orml_pursuit`, Cholesky normal equations);
 ``kkt_fast`` is the same stationarity residual at its point. Extra checks per row:
 
 * ``direction_gap_max``: the largest relative gap of a direction's closed form against that
@@ -27,22 +27,16 @@ from __future__ import annotations
 import numpy as np
 
 from cvxmetric.certificates import relative_difference, relative_gap
-from cvxmetric.orml import check_ideal_output, orml_model, orml_weights
-from cvxmetric.formulations.orml import build_orml, direction_dual_bounds, direction_values
-from cvxmetric.solvers.orml import orml_pursuit, pursuit_directions
+from cvxmetric.orml import check_ideal_output, orml_weights
+from cvxmetric.formulations.orml import direction_dual_bounds, direction_values
+from cvxmetric.solvers.orml import pursuit_directions
 
-from ..registry import FastSolver, MethodSpec, Thresholds
+from ..registry import MethodSpec, Thresholds
 from ..tolerances import (GAP_ORML, ORML_ARGMIN_RTOL, KKT_FAST_ORML, ORML_EQ16_DISSIMILAR_RTOL, ORML_ORTHOGONALITY_TOL,
                           ORML_PSD_RTOL, ORML_S_FACTOR_RTOL, ORML_TRUTH_RTOL)
 
 #: The threshold of ORML's closed-form pursuit (``solve_orml(method=...)``).
 TOLERANCES = {"pursuit": Thresholds(GAP_ORML, KKT_FAST_ORML)}
-
-
-def instance_model(inst):
-    """The :class:`cvxmetric.orml.ORMLModel` of an ORML instance."""
-    e = inst.extra
-    return orml_model(inst.X, e["pairs"], e["relevant"], session=e["session"], **inst.params)
 
 
 def _ratio(num: float, den: float) -> float:
@@ -116,13 +110,11 @@ def _extra_checks(form, inst, res, truth):
 SPEC = MethodSpec(
     name="orml",
     instance_methods=("orml",),
-    build=lambda inst: build_orml(instance_model(inst)),
-    fast_solvers=lambda inst: [
-        FastSolver("orml-pursuit", lambda i: orml_pursuit(instance_model(i)), *TOLERANCES["pursuit"])],
     kkt_truth=orml_kkt_truth,
     kkt_fast=stationarity,
     extra_checks=_extra_checks,
     truth_checks=("direction_truth_gap_max",),
     truth_rtol=ORML_TRUTH_RTOL,
     tolerances=TOLERANCES,
+    report_order=7,
 )
