@@ -42,7 +42,7 @@ import numpy as np
 from ._checks import as_data_matrix, index_dtype, zero_length_mask
 from .constraints import ConstraintSet
 
-__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
+__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "LOWRANK_MIN_EIGH_SHARE", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
 
 #: The two exact forms of K and K* (module docstring).
 OPERATOR_PATHS = ("differences", "points")
@@ -144,6 +144,16 @@ COST_EIGH_SMALL = 3.0e-10
 #: fixed cost of one low-rank projection step (two dozen numpy calls, the sparse Laplacian):
 #: measured at d = 20 (100 points, 600 quadruplets), 1.7 ms per PDHG iteration against 1.2 ms dense.
 COST_CALL_LOWRANK = 6.0e-4
+#: The low-rank projection is inexact (one Rayleigh-Ritz step on a warm basis), and its inexact
+#: steps lengthen the run; it is taken only where the dense step's ``eigh`` is at least this share
+#: of the dense step, i.e. where the step it replaces is dominated by the d x d work, not by the
+#: products over the constraints (which the low-rank step pays too, column by column). Measured
+#: (``python -m benchmarks.scale``, one BLAS thread, dense against cost-model choice without this
+#: rule): d = 50 with 10^4 quadruplets 144 against 176 iterations, 10^6 128 against 160 (the
+#: low-rank steps were taken on a few early steps at small rank, eigh share 0.000-0.006 of the
+#: dense step); d = 500-2000 with 10^4 the share is 0.30-0.68, and the low-rank path pays there
+#: (d = 1000: 199 of 208 steps). Any value between the two groups chooses alike at these sizes.
+LOWRANK_MIN_EIGH_SHARE = 0.1
 
 
 def projection_costs(n_points: int, n_pairs: int, d: int, r: int, k: int, kt_dense: float,
@@ -173,15 +183,18 @@ def projection_costs(n_points: int, n_pairs: int, d: int, r: int, k: int, kt_den
         at most 2k columns (:math:`2 n d` multiply-adds per column through the data, the sparse
         Laplacian, :math:`2 d r` through the factor), the block Gram-Schmidt and Rayleigh-Ritz
         problem of order 2k, the d x d iterate :math:`V \mathrm{diag}(w) V^\top` (kept for the
-        checks), and :math:`K M^+` through the factor.
+        checks), and :math:`K M^+` through the factor. ``"eigh"``: the dense step's
+        eigendecomposition alone (its share of the dense step decides whether the low-rank step
+        may be taken at all: :data:`LOWRANK_MIN_EIGH_SHARE`).
     """
     per_col = 2 * n_points * d * COST_GEMM + (n_points + 2 * n_pairs) * COST_SPARSE + 2 * d * r * COST_GEMM
     # AB on k columns and AZ on at most k (Z spans (I - BB^T) AB); Gram-Schmidt, QR and the Ritz
     # vectors ~8 d k^2 multiply-adds
     ritz = 8 * d * k * k * COST_GEMM + (2 * k) ** 3 * COST_EIGH_SMALL
     lowrank = 2 * k * per_col + ritz + d * d * r * COST_GEMM + k_factor + COST_CALL_LOWRANK
-    dense = kt_dense + d ** 3 * COST_EIGH + k_factor
-    return {"dense": dense, "lowrank": lowrank}
+    eigh = d ** 3 * COST_EIGH
+    dense = kt_dense + eigh + k_factor
+    return {"dense": dense, "lowrank": lowrank, "eigh": eigh}
 
 
 #: The Gram form of :meth:`QuadrupletGeometry.normal_operator` stores an n x n matrix (and one

@@ -49,8 +49,9 @@ V_+^\top` is PSD by construction, so every scored point is feasible and every bo
 as on the dense path; only the step is inexact (measured with ``python -m benchmarks.scale``:
 d = 1000 with 10^4 quadruplets certifies 1e-3 after 176 iterations and stops at 8e-5 after 208,
 199 of them low-rank steps). The choice is made per step by the cost model
-(:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
-The checks still read the d x d dual matrix (scores, certificates). The cold start's power
+(:func:`cvxmetric.hinge.projection_costs`) at the current rank, and only where the dense step's
+``eigh`` is a sizeable share of it (``LOWRANK_MIN_EIGH_SHARE``: at d = 50 a few early low-rank
+steps lengthened the run by a fifth) (``projection="auto"``), or forced. The checks still read the d x d dual matrix (scores, certificates). The cold start's power
 iteration runs on :math:`K K^*` through the Gram matrix of the points where that is cheaper
 (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
 
@@ -147,7 +148,7 @@ import numpy as np
 
 from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.hinge import COST_EIGH, GATHER_CHUNK, normal_costs, projection_costs
+from cvxmetric.hinge import COST_EIGH, GATHER_CHUNK, LOWRANK_MIN_EIGH_SHARE, normal_costs, projection_costs
 from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR, REPAIR_STEPS
 from cvxmetric.linalg import project_psd, rayleigh_ritz_positive, symmetrize
 from cvxmetric.models import HingeCongruence, HingeModel
@@ -754,7 +755,8 @@ class PDHGState:
     def _lowrank_pays(self) -> bool:
         """Whether this step takes the low-rank projection: forced by ``projection``, or where the
         cost model (:func:`cvxmetric.hinge.projection_costs`) prices it below the dense step at the
-        current rank. The counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path`
+        current rank and the dense step's ``eigh`` is at least ``LOWRANK_MIN_EIGH_SHARE`` of it
+        (the inexact step costs iterations, which only a saving on the d x d work repays). The counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path`
         (no table needed), so the choice is the same in every run."""
         if self.projection != "auto":
             return self.projection == "lowrank"
@@ -763,7 +765,7 @@ class PDHGState:
         halves = geom.u_rows.size + geom.v_rows.size
         costs = projection_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, r, self._block_size(r),
                                  geom.product_cost("Kt"), geom.product_cost("K", r=max(r, 1)))
-        return costs["lowrank"] < costs["dense"]
+        return costs["lowrank"] < costs["dense"] and costs["eigh"] >= LOWRANK_MIN_EIGH_SHARE * costs["dense"]
 
     def _lowrank_projection(self, tau: float) -> tuple:
         r"""The projection of the step matrix :math:`A = (M - \tau(R + K'^* y'))/(1 + \tau q)` from
@@ -1112,7 +1114,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         matrix and takes its positive eigenpairs (``eigh``); ``"lowrank"`` tracks them matrix-free
         by one block Rayleigh-Ritz step per iteration on a warm basis (:meth:`PDHGState.step`);
         ``"auto"`` takes, at every step, the cheaper one by the cost model
-        (:func:`cvxmetric.hinge.projection_costs`) at the current rank. Not read with ``state``
+        (:func:`cvxmetric.hinge.projection_costs`) at the current rank, where the dense step's
+        ``eigh`` is at least ``LOWRANK_MIN_EIGH_SHARE`` of it. Not read with ``state``
         (the state keeps its own).
     state : PDHGState, optional
         Continue from this state (:func:`start_state`, or its :meth:`PDHGState.rebind` onto
