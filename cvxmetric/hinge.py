@@ -116,13 +116,16 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     diff_K = n_halves * (d * k * COST_GEMM + (k + d) * COST_STREAM)
     diff_Kt = n_halves * (d * d * COST_GEMM + 2 * d * COST_STREAM)
     gather = n_pairs * 2 * k * COST_GATHER
-    gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
+    # the Gram matrix of a factor (K through a rank-k factor) is one triangular product (syrk: half
+    # the multiply-adds of a full one); of a dense M, Z X^T in full
+    gram = n_points * n_points * ((k / 2 if r is not None else k) * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
     pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
     # W X (sparse: one stored entry per pair; dense: n^2 d) and X^T Y; the last term of pts_Kt is
     # Y = (deg / 2) X - W X
     laplacian_sparse = n_pairs * d * COST_SPARSE + n_points * d * d * COST_GEMM
-    laplacian_dense = n_points * n_points * d * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
+    # the dense W is strictly upper triangular: W X is one triangular product (trmm, n^2 d / 2)
+    laplacian_dense = n_points * n_points * d / 2 * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
     # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
     use_dense = not build and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
     pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (laplacian_dense if use_dense else laplacian_sparse) \
@@ -356,8 +359,16 @@ class PairTable:
                 D = np.take(F, self.pa[sl], axis=0) - np.take(F, self.pb[sl], axis=0)
                 out[sl] = np.einsum("ij,ij->i", D, D)
             return out
+        from scipy.linalg.blas import dsyrk
+
         h = np.einsum("ij,ij->i", F, F)
-        return h[self.pa] + h[self.pb] - 2.0 * (F @ F.T).ravel()[self._flat_index()]
+        # the lower triangle of F F^T (half the multiply-adds of F @ F.T), Fortran-ordered: its entry
+        # (hi, lo) sits at lo * n + hi, the flat index of pair (lo, hi)
+        gram = np.ravel(dsyrk(-2.0, F, lower=1), order="F")
+        out = h[self.pa]
+        out += h[self.pb]
+        out += gram[self._flat_index()]
+        return out
 
     def laplacian_form(self, w: np.ndarray, dense: bool = False) -> np.ndarray:
         r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric.
@@ -374,8 +385,12 @@ class PairTable:
         if dense:
             if self._W is None:
                 self._W = np.zeros((self.n, self.n))
+            from scipy.linalg.blas import dtrmm
+
             self._W.ravel()[self._flat_index()] = w
-            WX = self._W @ self.Xc
+            # W is strictly upper triangular: W X as a triangular product (half the multiply-adds);
+            # the transposed view of the C-ordered W is the Fortran-ordered W^T, lower triangular
+            WX = dtrmm(1.0, self._W.T, self.Xc, lower=1, trans_a=1)
         else:
             from scipy import sparse
 
