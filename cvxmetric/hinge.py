@@ -75,6 +75,11 @@ COST_CALL = {"differences": 2.0e-5, "points": 3.0e-4}
 COST_RANK_ONE = 2.0e-9
 #: building a pair table, per half (two sorts of integer keys and the CSR pattern).
 COST_BUILD = 1.5e-7
+#: the sparse W of a sum over a subset of the rows, per pair (scipy's coordinates to CSR, with its
+#: duplicates summed): measured on 2,000 points with 10^6 quadruplets (one BLAS thread, CPU time),
+#: 10^4-4 x 10^5 rows in 1.6-65 ms, 3.3-3.8e-8 s per pair beyond the rest of the model; 10^5
+#: quadruplets, 4.6e-8.
+COST_SUBSET_PAIR = 4.0e-8
 #: The Gram form of the points path stores an n x n matrix: not beyond this many points.
 GRAM_MAX_POINTS = 4096
 #: Rows per chunk of the pair gathers (keeps the gathered blocks in cache).
@@ -82,7 +87,7 @@ GATHER_CHUNK = 8192
 
 
 def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: int, r: int | None = None,
-                   build: bool = False) -> dict:
+                   build: bool = False, subset: bool | None = None) -> dict:
     r"""Modelled seconds of one :math:`K M` and one :math:`K^* c` on each path (module constants).
 
     Parameters
@@ -103,6 +108,9 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     build : bool
         Add the cost of building the pair table to the points path (a one-off sum over a subset of
         rows; the table of all rows is built once and cached).
+    subset : bool, optional
+        A sum over a subset of the rows (default: ``build``): K* then takes the sparse W on the
+        rows' pairs (the dense n x n form is kept only for the table of all rows), built per call.
 
     Returns
     -------
@@ -127,9 +135,12 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     # the dense W is strictly upper triangular: W X is one triangular product (trmm, n^2 d / 2)
     laplacian_dense = n_points * n_points * d / 2 * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
     # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
-    use_dense = not build and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
+    subset = build if subset is None else subset
+    use_dense = not subset and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
     pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (laplacian_dense if use_dense else laplacian_sparse) \
         + n_points * d * COST_STREAM
+    if subset:   # the sparse W of the rows' pairs, built per call (coordinates to rows, duplicates summed)
+        pts_Kt += COST_SUBSET_PAIR * n_pairs
     if build:
         extra = n_halves * COST_BUILD + n_points * d * COST_STREAM
         pts_K, pts_Kt = pts_K + extra, pts_Kt + extra
@@ -401,6 +412,21 @@ class PairTable:
         G += G.T
         return G
 
+    def pairs_form(self, pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
+        r""":math:`\sum_i w_i (x_{a_i} - x_{b_i})(x_{a_i} - x_{b_i})^\top` (d, d) over the listed
+        pairs of the table (``pairs``: pair indices, repeats summed): :meth:`laplacian_form` with a
+        sparse W on those pairs alone, :math:`O(k d + n d^2)` for k listed pairs, no table of their own."""
+        from scipy import sparse
+
+        a, b = self.pa[pairs], self.pb[pairs]
+        deg = np.bincount(a, w, self.n) + np.bincount(b, w, self.n)
+        WX = sparse.csr_matrix((w, (a, b)), shape=(self.n, self.n)) @ self.Xc
+        Y = np.multiply(self.Xc, 0.5 * deg[:, None])
+        Y -= WX
+        G = self.Xc.T @ Y
+        G += G.T
+        return G
+
     def laplacian(self, w: np.ndarray, deg: np.ndarray | None = None):
         r"""The weighted Laplacian :math:`\mathcal{L}_w = \mathrm{diag}(\deg) - W - W^\top` (n x n,
         scipy CSR) on the table's pattern; ``deg``: its diagonal, when the caller has it."""
@@ -536,20 +562,29 @@ class QuadrupletGeometry:
             self._pairs = (table, pu, pv)
         return self._pairs
 
-    def _costs(self, r: int | None, n_rows: int | None) -> tuple[dict, int]:
+    def _costs(self, r: int | None, n_rows: int | None, which: str = "K") -> tuple[dict, int]:
         halves = self.u_rows.size + self.v_rows.size
         full = n_rows is None
         n_rows = self.m if full else n_rows
         halves = halves if full else min(halves, 2 * n_rows)
         n_points, n_pairs = min(self.X.shape[0], 2 * halves), halves
-        return operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=not full), halves
+        # K* over a subset of rows reads the table of all rows where the full K* runs on the points
+        # path (that table is then built once, by the first full product); otherwise it builds one
+        build = not full and not (which == "Kt" and self._full_table_for_rows())
+        return operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=build, subset=not full), halves
+
+    def _full_table_for_rows(self) -> bool:
+        """Whether :meth:`weighted_sum` over a subset of rows reads the pair table of all rows (the
+        full K* runs on the points path): a function of the sizes alone, like every path choice."""
+        return self.operator_path("Kt")[0] == "points"
 
     def product_cost(self, which: str = "K", *, r: int | None = None, n_rows: int | None = None) -> float:
         """Modelled seconds of ``K`` (values; of a rank-``r`` factor when given) or ``"Kt"`` on the
         path :meth:`operator_path` chooses (:func:`operator_costs`), over all constraints or over
-        ``n_rows`` of them (``rows=`` of :meth:`weighted_sum`, whose points path builds a pair
-        table for the call)."""
-        costs, _ = self._costs(r, n_rows)
+        ``n_rows`` of them (``rows=`` of :meth:`weighted_sum`, whose points path reads the table of
+        all rows where the full K* is on the points path, and builds a pair table for the call
+        otherwise)."""
+        costs, _ = self._costs(r, n_rows, which)
         k = 0 if which == "K" else 1
         return min(costs["points"][k], costs["differences"][k])
 
@@ -574,7 +609,7 @@ class QuadrupletGeometry:
         pairs ``h`` for ``h`` halves), so the choice is a function of the sizes alone: the same
         whether or not the table has been built, hence the same iterates in every run.
         """
-        costs, halves = self._costs(r, n_rows)
+        costs, halves = self._costs(r, n_rows, which)
         if path is None:
             k = 0 if which == "K" else 1
             path = "points" if halves and costs["points"][k] < costs["differences"][k] else "differences"
@@ -680,7 +715,9 @@ class QuadrupletGeometry:
             Default: the cost model (:meth:`operator_path`). ``"differences"``:
             :math:`U^\top \mathrm{diag}(c) U - V^\top \mathrm{diag}(c) V`, :math:`O(m d^2)`;
             ``"points"``: :math:`X^\top \mathcal{L}_c X`, :math:`O(m + P d + n d^2)` (module
-            docstring; over ``rows``, a pair table of those rows is built for the call).
+            docstring; over ``rows``, the rows' pairs in the table of all rows where the full
+            product is on the points path (:meth:`PairTable.pairs_form`), else a pair table of those
+            rows built for the call).
         """
         coef = np.asarray(coef, dtype=np.float64)
         if rows is None:
@@ -705,6 +742,10 @@ class QuadrupletGeometry:
         if path == "points":
             if not (np.any(ku) or np.any(kv)):
                 return np.zeros((self.d, self.d))
+            if self._full_table_for_rows():   # the pairs of these rows in the table of all rows
+                _, pair_u, pair_v = self.pair_table()
+                return self._pairs[0].pairs_form(np.concatenate([pair_u[rows[ku]], pair_v[rows[kv]]]),
+                                                 np.concatenate([coef[ku], -coef[kv]]))
             idx = self.constraints.idx[rows]
             table = PairTable(self.X, np.concatenate([idx[ku, 0], idx[kv, 2]]),
                               np.concatenate([idx[ku, 1], idx[kv, 3]]))

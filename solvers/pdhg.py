@@ -339,17 +339,27 @@ class _ScaledOperator:
     def update_rows(self, y_old: np.ndarray, y_new: np.ndarray) -> Optional[np.ndarray]:
         """The entries that changed from ``y_old`` to ``y_new`` where :meth:`adjoint_update` takes
         the product over them (``INCREMENTAL_ADJOINT``, and the cost model of :mod:`cvxmetric.hinge`
-        prices it below a full product with the difference vectors of those rows), else None (the
-        full product). The points path over a subset builds a pair table per call: measured on
-        digits' LMNN, those updates took 1.25 ms against 0.76 ms for the full product."""
+        prices it below a full product), else None (the full product). The product over the rows
+        goes through their difference vectors, or through their pairs in the table of all rows
+        where the full product is on the points path (:meth:`cvxmetric.hinge.PairTable.pairs_form`);
+        never through a pair table built per call (measured on digits' LMNN: 1.25 ms against
+        0.76 ms for the full product)."""
         if not INCREMENTAL_ADJOINT:
             return None
         changed = np.flatnonzero(y_new != y_old)
         geom = self.geometry
-        if changed.size and (geom.operator_path("Kt", n_rows=changed.size)[0] != "differences"
-                             or geom.product_cost("Kt", n_rows=changed.size) >= geom.product_cost("Kt")):
+        if changed.size and (geom.product_cost("Kt", n_rows=changed.size) >= geom.product_cost("Kt")
+                             or self._update_path(changed.size) is None):
             return None
         return changed
+
+    def _update_path(self, n_rows: int) -> Optional[str]:
+        """The path of :meth:`adjoint_update` over ``n_rows`` rows (the cost model's), or None where
+        it would build a pair table for the call."""
+        path = self.geometry.operator_path("Kt", n_rows=n_rows)[0]
+        if path == "points" and self.geometry.operator_path("Kt")[0] != "points":
+            return None
+        return path
 
     def adjoint_update(self, KTy: np.ndarray, y_old: np.ndarray, y_new: np.ndarray) -> tuple[np.ndarray, bool]:
         r""":math:`K'^* y_{new}` from ``KTy`` :math:`= K'^* y_{old}`: plus :math:`K'^*(y_{new} - y_{old})`
@@ -363,7 +373,7 @@ class _ScaledOperator:
         if changed.size == 0:
             return KTy.copy(), False
         dy = (y_new[changed] - y_old[changed]) / self.s[changed]
-        return KTy + self.geometry.weighted_sum(dy, rows=changed, path="differences"), False
+        return KTy + self.geometry.weighted_sum(dy, rows=changed, path=self._update_path(changed.size)), False
 
 
 def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter: Optional[int] = None,

@@ -132,3 +132,24 @@ def test_cost_model_takes_the_dense_laplacian_when_pairs_fill_the_matrix():
     # a temporary table of a subset of rows never keeps an n x n matrix
     assert not operator_costs(n_points=2000, n_pairs=2_000_000, n_rows=1_000_000, n_halves=2_000_000, d=50,
                               build=True)["dense"]
+
+
+def test_a_sum_over_rows_reads_the_pairs_of_the_table_of_all_rows(monkeypatch):
+    """Where the full K* runs on the points path, K* over a subset of rows takes those rows' pairs
+    in the cached table of all rows (PairTable.pairs_form) and equals the difference-vector sum."""
+    rng = np.random.default_rng(4)
+    X = rng.random((60, 20))
+    idx = rng.integers(0, 60, size=(20_000, 4))
+    idx = idx[(idx[:, 0] != idx[:, 1]) & (idx[:, 2] != idx[:, 3])]
+    geom = QuadrupletGeometry(X, ConstraintSet.from_quadruplets(idx))
+    assert geom.operator_path("Kt")[0] == "points"
+    rows = np.sort(rng.choice(geom.m, 3000, replace=False))
+    coef = rng.standard_normal(rows.size)
+    geom.pair_table()
+
+    def no_new_table(*args, **kwargs):
+        raise AssertionError("a pair table was built for the subset")
+
+    monkeypatch.setattr("cvxmetric.hinge.PairTable", no_new_table)
+    via_pairs = geom.weighted_sum(coef, rows=rows, path="points")
+    assert _rel(via_pairs, geom.weighted_sum(coef, rows=rows, path="differences")) <= PATH_RTOL
