@@ -314,6 +314,7 @@ class _ScaledOperator:
         s[s <= EMPTY_ROW_RTOL * smax] = 1.0
         self.s = s
         self.n_updates = self.updated_rows = 0   # adjoint_update's updates and their rows (reported)
+        self._coef = None   # the kept work array of adjoint
 
     def apply(self, M: np.ndarray, eig: Optional[tuple] = None) -> np.ndarray:
         r""":math:`K' M`. ``eig = (lam, V)``, the eigendecomposition M was projected from
@@ -333,8 +334,10 @@ class _ScaledOperator:
         return out
 
     def adjoint(self, y: np.ndarray) -> np.ndarray:
-        r""":math:`K'^* y = K^* (y / s)`."""
-        return self.geometry.weighted_sum(y / self.s)
+        r""":math:`K'^* y = K^* (y / s)` (``y / s`` in a kept work array: no (m,) allocation per product)."""
+        if self._coef is None:
+            self._coef = np.empty_like(self.s)
+        return self.geometry.weighted_sum(np.divide(y, self.s, out=self._coef))
 
     def update_rows(self, y_old: np.ndarray, y_new: np.ndarray) -> Optional[np.ndarray]:
         """The entries that changed from ``y_old`` to ``y_new`` where :meth:`adjoint_update` takes

@@ -153,3 +153,27 @@ def test_a_sum_over_rows_reads_the_pairs_of_the_table_of_all_rows(monkeypatch):
     monkeypatch.setattr("cvxmetric.hinge.PairTable", no_new_table)
     via_pairs = geom.weighted_sum(coef, rows=rows, path="points")
     assert _rel(via_pairs, geom.weighted_sum(coef, rows=rows, path="differences")) <= PATH_RTOL
+
+
+def test_kept_pair_weights_equal_the_counted_ones(monkeypatch):
+    """Above KEPT_ARRAY_MIN the pair weights are accumulated into a kept array (np.add.at): the
+    same weights, products and values as np.bincount's, call after call."""
+    import cvxmetric.hinge as hinge
+
+    rng = np.random.default_rng(5)
+    X = rng.random((50, 6))
+    idx = rng.integers(0, 50, size=(3000, 4))
+    idx = idx[(idx[:, 0] != idx[:, 1]) & (idx[:, 2] != idx[:, 3])]
+    geom = QuadrupletGeometry(X, ConstraintSet.from_quadruplets(idx))
+    table, pu, pv = geom.pair_table()
+    coefs = [rng.standard_normal(geom.m) for _ in range(2)]
+    counted = [table.pair_weights(pu, pv, c).copy() for c in coefs]
+    sums = [geom.weighted_sum(c, path="points") for c in coefs]
+    monkeypatch.setattr(hinge, "KEPT_ARRAY_MIN", 1)
+    for c, w, G in zip(coefs, counted, sums):
+        assert _rel(table.pair_weights(pu, pv, c), w) <= PATH_RTOL
+        assert _rel(geom.weighted_sum(c, path="points"), G) <= PATH_RTOL
+    M = rng.standard_normal((6, 6))
+    M = M @ M.T
+    assert _rel(geom.values(M, path="points"), geom.values(M, path="differences")) <= PATH_RTOL
+    assert _rel(geom.values(M, path="points"), geom.values(M, path="points")) == 0.0
