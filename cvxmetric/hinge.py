@@ -507,7 +507,9 @@ class QuadrupletGeometry:
     d = 50); the points path (:class:`PairTable`) never forms them, and the passes over all
     constraints that need them (:meth:`squared_lengths`, :meth:`frobenius_norms`) gather them in
     blocks of ``GATHER_CHUNK`` rows. Row positions are int32 below 2^31 constraints
-    (:func:`cvxmetric._checks.index_dtype`).
+    (:func:`cvxmetric._checks.index_dtype`). The products write their per-pair and per-row
+    intermediates into work arrays kept by the geometry and its pair table (``KEPT_ARRAY_MIN``),
+    so one geometry serves one thread at a time.
     """
 
     def __init__(self, X, constraints: ConstraintSet, *, _validated: bool = False):

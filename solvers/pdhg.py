@@ -189,9 +189,13 @@ POWER_ITERATIONS_CONSTANT_STEP = 50
 #: point's and the average's K'* y as full products, so scores and certificates read products, not
 #: chains of updates. Measured on syn-d50-m10000 (one BLAS thread): 9-11 % of the multipliers change
 #: per step from iteration 32 on, K'* over them 0.6 ms against 2.8 ms; the solve 1.21 -> 0.81 s at
-#: the same 144 iterations and certified gap (to 1e-11). With 10^5 constraints on 2,000 points 42 %
-#: of the steps take the update; at 10^6 (the changed rows cost more than the full product over the
-#: points) and at d = 500 and 1000 (~80 % change) none. False: always the full product (ablations).
+#: the same 144 iterations and certified gap (to 1e-11). On the points path the update reads the
+#: changed rows' pairs in the table of all rows (:meth:`cvxmetric.hinge.PairTable.pairs_form`).
+#: Measured (d = 50 on 2,000 points, one BLAS thread, CPU seconds at load ~10, on / off): 10^5
+#: constraints 68 of 112 steps take the update (6,800 rows each), 3.24 / 3.35 s; 10^6, 40 of 128
+#: (44,000 rows each: 87-99 % of the multipliers change per step up to iteration ~60, 0.5 % at the
+#: end), 16.0 / 15.9 s (the checks after update steps recompute two full products). At d = 500 and
+#: 1000 (~80 % change) none. False: always the full product (ablations).
 INCREMENTAL_ADJOINT = True
 #: The targeted repair of the certificate (a few dozen passes over the constraints, see
 #: :meth:`cvxmetric.models.HingeModel.dual_bound`) runs at a check only when the candidate's relative
