@@ -42,7 +42,8 @@ import numpy as np
 from ._checks import as_data_matrix, index_dtype, zero_length_mask
 from .constraints import ConstraintSet
 
-__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "LOWRANK_MIN_EIGH_SHARE", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
+__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs",
+           "LOWRANK_MIN_EIGH_SHARE", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
 
 #: The two exact forms of K and K* (module docstring).
 OPERATOR_PATHS = ("differences", "points")
@@ -134,14 +135,16 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     gather = n_pairs * 2 * k * COST_GATHER
     # the Gram matrix of a factor (K through a rank-k factor) is one triangular product (syrk: half
     # the multiply-adds of a full one); of a dense M, Z X^T in full
-    gram = n_points * n_points * ((k / 2 if r is not None else k) * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
+    gram_k = k / 2 if r is not None else k
+    gram = n_points * n_points * (gram_k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
     pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
     # W X (sparse: one stored entry per pair; dense: n^2 d) and X^T Y; the last term of pts_Kt is
     # Y = (deg / 2) X - W X
     laplacian_sparse = n_pairs * d * COST_SPARSE + n_points * d * d * COST_GEMM
     # the dense W is strictly upper triangular: W X is one triangular product (trmm, n^2 d / 2)
-    laplacian_dense = n_points * n_points * d / 2 * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
+    laplacian_dense = (n_points * n_points * d / 2 * COST_GEMM + n_pairs * COST_SCALAR
+                       + n_points * d * d * COST_GEMM)
     # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
     subset = build if subset is None else subset
     use_dense = not subset and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
@@ -616,7 +619,8 @@ class QuadrupletGeometry:
         # K* over a subset of rows reads the table of all rows where the full K* runs on the points
         # path (that table is then built once, by the first full product); otherwise it builds one
         build = not full and not (which == "Kt" and self._full_table_for_rows())
-        return operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=build, subset=not full), halves
+        costs = operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=build, subset=not full)
+        return costs, halves
 
     def _full_table_for_rows(self) -> bool:
         """Whether :meth:`weighted_sum` over a subset of rows reads the pair table of all rows (the

@@ -51,8 +51,9 @@ d = 1000 with 10^4 quadruplets certifies 1e-3 after 176 iterations and stops at 
 199 of them low-rank steps). The choice is made per step by the cost model
 (:func:`cvxmetric.hinge.projection_costs`) at the current rank, and only where the dense step's
 ``eigh`` is a sizeable share of it (``LOWRANK_MIN_EIGH_SHARE``: at d = 50 a few early low-rank
-steps lengthened the run by a fifth) (``projection="auto"``), or forced. The checks still read the d x d dual matrix (scores, certificates). The cold start's power
-iteration runs on :math:`K K^*` through the Gram matrix of the points where that is cheaper
+steps lengthened the run by a fifth to a quarter) (``projection="auto"``), or forced. The checks
+still read the d x d dual matrix (scores, certificates). The cold start's power iteration runs
+on :math:`K K^*` through the Gram matrix of the points where that is cheaper
 (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
 
 The state of the method is a :class:`PDHGState` (step, check, restart, result). The practical
@@ -773,8 +774,9 @@ class PDHGState:
         """Whether this step takes the low-rank projection: forced by ``projection``, or where the
         cost model (:func:`cvxmetric.hinge.projection_costs`) prices it below the dense step at the
         current rank and the dense step's ``eigh`` is at least ``LOWRANK_MIN_EIGH_SHARE`` of it
-        (the inexact step costs iterations, which only a saving on the d x d work repays). The counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path`
-        (no table needed), so the choice is the same in every run."""
+        (the inexact step costs iterations, which only a saving on the d x d work repays). The
+        counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path` (no table
+        needed), so the choice is the same in every run."""
         if self.projection != "auto":
             return self.projection == "lowrank"
         geom = self.model.geometry
