@@ -42,7 +42,8 @@ import numpy as np
 from ._checks import as_data_matrix, index_dtype, zero_length_mask
 from .constraints import ConstraintSet
 
-__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
+__all__ = ["QuadrupletGeometry", "HingeLoss", "PairTable", "operator_costs", "projection_costs", "normal_costs",
+           "LOWRANK_MIN_EIGH_SHARE", "OPERATOR_PATHS", "COST_GEMM", "COST_DENSE"]
 
 #: The two exact forms of K and K* (module docstring).
 OPERATOR_PATHS = ("differences", "points")
@@ -75,14 +76,27 @@ COST_CALL = {"differences": 2.0e-5, "points": 3.0e-4}
 COST_RANK_ONE = 2.0e-9
 #: building a pair table, per half (two sorts of integer keys and the CSR pattern).
 COST_BUILD = 1.5e-7
+#: the sparse W of a sum over a subset of the rows, per pair (scipy's coordinates to CSR, with its
+#: duplicates summed): measured on 2,000 points with 10^6 quadruplets (one BLAS thread, CPU time),
+#: 10^4-4 x 10^5 rows in 1.6-65 ms, 3.3-3.8e-8 s per pair beyond the rest of the model; 10^5
+#: quadruplets, 4.6e-8.
+COST_SUBSET_PAIR = 4.0e-8
 #: The Gram form of the points path stores an n x n matrix: not beyond this many points.
 GRAM_MAX_POINTS = 4096
 #: Rows per chunk of the pair gathers (keeps the gathered blocks in cache).
 GATHER_CHUNK = 8192
+#: Arrays of at least this many doubles (32 MB, glibc's largest threshold for serving an allocation
+#: by mmap) come fresh from the kernel at every allocation, each page faulted in and zeroed: the
+#: pair table keeps its per-pair work arrays of this size between calls (one distance per pair,
+#: one weight per pair). Measured: a fresh 80 MB result per elementwise product cost 40 ms of system
+#: time against none into a kept array; the pair weights of 10^7 quadruplets over 1.9 x 10^7 pairs
+#: 0.17 s per product accumulated into a kept array (``np.add.at``) against 0.44 s by
+#: ``np.bincount`` into a fresh one. Below it ``np.bincount`` is faster (10^6 rows: 7 ms against 9).
+KEPT_ARRAY_MIN = 1 << 22
 
 
 def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: int, r: int | None = None,
-                   build: bool = False) -> dict:
+                   build: bool = False, subset: bool | None = None) -> dict:
     r"""Modelled seconds of one :math:`K M` and one :math:`K^* c` on each path (module constants).
 
     Parameters
@@ -103,6 +117,9 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     build : bool
         Add the cost of building the pair table to the points path (a one-off sum over a subset of
         rows; the table of all rows is built once and cached).
+    subset : bool, optional
+        A sum over a subset of the rows (default: ``build``): K* then takes the sparse W on the
+        rows' pairs (the dense n x n form is kept only for the table of all rows), built per call.
 
     Returns
     -------
@@ -116,17 +133,25 @@ def operator_costs(n_points: int, n_pairs: int, n_rows: int, n_halves: int, d: i
     diff_K = n_halves * (d * k * COST_GEMM + (k + d) * COST_STREAM)
     diff_Kt = n_halves * (d * d * COST_GEMM + 2 * d * COST_STREAM)
     gather = n_pairs * 2 * k * COST_GATHER
-    gram = n_points * n_points * (k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
+    # the Gram matrix of a factor (K through a rank-k factor) is one triangular product (syrk: half
+    # the multiply-adds of a full one); of a dense M, Z X^T in full
+    gram_k = k / 2 if r is not None else k
+    gram = n_points * n_points * (gram_k * COST_GEMM + COST_STREAM) + n_pairs * COST_SCALAR
     use_gram = n_points <= GRAM_MAX_POINTS and gram < gather
     pts_K = n_points * d * k * COST_GEMM + (gram if use_gram else gather) + 2 * n_rows * COST_SCALAR
     # W X (sparse: one stored entry per pair; dense: n^2 d) and X^T Y; the last term of pts_Kt is
     # Y = (deg / 2) X - W X
     laplacian_sparse = n_pairs * d * COST_SPARSE + n_points * d * d * COST_GEMM
-    laplacian_dense = n_points * n_points * d * COST_GEMM + n_pairs * COST_SCALAR + n_points * d * d * COST_GEMM
+    # the dense W is strictly upper triangular: W X is one triangular product (trmm, n^2 d / 2)
+    laplacian_dense = (n_points * n_points * d / 2 * COST_GEMM + n_pairs * COST_SCALAR
+                       + n_points * d * d * COST_GEMM)
     # the dense form keeps an n x n matrix between calls: only for the cached table of all rows
-    use_dense = not build and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
+    subset = build if subset is None else subset
+    use_dense = not subset and n_points <= GRAM_MAX_POINTS and laplacian_dense < laplacian_sparse
     pts_Kt = (2 * n_rows + 4 * n_pairs) * COST_SCALAR + (laplacian_dense if use_dense else laplacian_sparse) \
         + n_points * d * COST_STREAM
+    if subset:   # the sparse W of the rows' pairs, built per call (coordinates to rows, duplicates summed)
+        pts_Kt += COST_SUBSET_PAIR * n_pairs
     if build:
         extra = n_halves * COST_BUILD + n_points * d * COST_STREAM
         pts_K, pts_Kt = pts_K + extra, pts_Kt + extra
@@ -144,6 +169,16 @@ COST_EIGH_SMALL = 3.0e-10
 #: fixed cost of one low-rank projection step (two dozen numpy calls, the sparse Laplacian):
 #: measured at d = 20 (100 points, 600 quadruplets), 1.7 ms per PDHG iteration against 1.2 ms dense.
 COST_CALL_LOWRANK = 6.0e-4
+#: The low-rank projection is inexact (one Rayleigh-Ritz step on a warm basis), and its inexact
+#: steps lengthen the run; it is taken only where the dense step's ``eigh`` is at least this share
+#: of the dense step, i.e. where the step it replaces is dominated by the d x d work, not by the
+#: products over the constraints (which the low-rank step pays too, column by column). Measured
+#: (``python -m benchmarks.scale``, one BLAS thread, dense against cost-model choice without this
+#: rule): d = 50 with 10^4 quadruplets 144 against 176 iterations, 10^6 128 against 160 (the
+#: low-rank steps were taken on a few early steps at small rank, eigh share 0.000-0.006 of the
+#: dense step); d = 500-2000 with 10^4 the share is 0.30-0.68, and the low-rank path pays there
+#: (d = 1000: 199 of 208 steps). Any value between the two groups chooses alike at these sizes.
+LOWRANK_MIN_EIGH_SHARE = 0.1
 
 
 def projection_costs(n_points: int, n_pairs: int, d: int, r: int, k: int, kt_dense: float,
@@ -173,15 +208,18 @@ def projection_costs(n_points: int, n_pairs: int, d: int, r: int, k: int, kt_den
         at most 2k columns (:math:`2 n d` multiply-adds per column through the data, the sparse
         Laplacian, :math:`2 d r` through the factor), the block Gram-Schmidt and Rayleigh-Ritz
         problem of order 2k, the d x d iterate :math:`V \mathrm{diag}(w) V^\top` (kept for the
-        checks), and :math:`K M^+` through the factor.
+        checks), and :math:`K M^+` through the factor. ``"eigh"``: the dense step's
+        eigendecomposition alone (its share of the dense step decides whether the low-rank step
+        may be taken at all: :data:`LOWRANK_MIN_EIGH_SHARE`).
     """
     per_col = 2 * n_points * d * COST_GEMM + (n_points + 2 * n_pairs) * COST_SPARSE + 2 * d * r * COST_GEMM
     # AB on k columns and AZ on at most k (Z spans (I - BB^T) AB); Gram-Schmidt, QR and the Ritz
     # vectors ~8 d k^2 multiply-adds
     ritz = 8 * d * k * k * COST_GEMM + (2 * k) ** 3 * COST_EIGH_SMALL
     lowrank = 2 * k * per_col + ritz + d * d * r * COST_GEMM + k_factor + COST_CALL_LOWRANK
-    dense = kt_dense + d ** 3 * COST_EIGH + k_factor
-    return {"dense": dense, "lowrank": lowrank}
+    eigh = d ** 3 * COST_EIGH
+    dense = kt_dense + eigh + k_factor
+    return {"dense": dense, "lowrank": lowrank, "eigh": eigh}
 
 
 #: The Gram form of :meth:`QuadrupletGeometry.normal_operator` stores an n x n matrix (and one
@@ -311,6 +349,33 @@ class PairTable:
         np.cumsum(np.bincount(self.pa, minlength=n), out=self._indptr[1:])
         self._W = None   # the dense form of laplacian_form, allocated on first use
         self._flat = None   # _flat_index, computed on first use
+        # per-pair work arrays of P + 1 entries (the last one a zero slot for degenerate halves),
+        # allocated on first use and kept: distances, and weights where P + 1 >= KEPT_ARRAY_MIN
+        self._dist = self._weights = None
+
+    def _distance_array(self) -> np.ndarray:
+        """The kept (P + 1,) array the distances are written to; its last entry stays 0."""
+        if self._dist is None:
+            self._dist = np.empty(self.P + 1)
+            self._dist[self.P] = 0.0
+        return self._dist
+
+    def pair_weights(self, pu: np.ndarray, pv: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        r"""The weight of each pair, :math:`w_p = \sum_{c: u_c = p} c_c - \sum_{c: v_c = p} c_c`
+        (shape (P,)) for the pair ``pu``, ``pv`` of each row (P for a degenerate half): by
+        ``np.bincount``, or accumulated into a kept array where P + 1 >= ``KEPT_ARRAY_MIN`` (then
+        the result is a view of that array, overwritten by the next call)."""
+        if self.P + 1 < KEPT_ARRAY_MIN:
+            w = np.bincount(pu, coef, self.P + 1)[:self.P]
+            w -= np.bincount(pv, coef, self.P + 1)[:self.P]
+            return w
+        if self._weights is None:
+            self._weights = np.empty(self.P + 1)
+        w = self._weights
+        w.fill(0.0)
+        np.add.at(w, pu, coef)
+        np.subtract.at(w, pv, coef)
+        return w[:self.P]
 
     def _flat_index(self) -> np.ndarray:
         """Position of each pair in a flattened (n, n) matrix (int64: ``n^2`` may exceed int32);
@@ -320,31 +385,46 @@ class PairTable:
             self._flat = self.pa.astype(np.int64) * self.n + self.pb
         return self._flat
 
-    def squared_distances(self, M: np.ndarray, gram: bool) -> np.ndarray:
-        r""":math:`D_M(a, b)` for every pair, shape (P,): :math:`h_a + h_b - 2 x_a^\top M x_b`."""
+    def squared_distances(self, M: np.ndarray, gram: bool, kept: bool = False) -> np.ndarray:
+        r""":math:`D_M(a, b)` for every pair, shape (P,): :math:`h_a + h_b - 2 x_a^\top M x_b`.
+        ``kept``: written to the table's kept array, returned with its zero slot (shape (P + 1,),
+        overwritten by the next call)."""
         Z = self.Xc @ M
         h = np.einsum("ij,ij->i", self.Xc, Z)
+        out = self._distance_array() if kept else np.empty(self.P)
+        D = out[:self.P]
         if gram:
-            cross = (Z @ self.Xc.T).ravel()[self._flat_index()]
+            np.take((Z @ self.Xc.T).ravel(), self._flat_index(), out=D)
         else:
-            cross = np.empty(self.P)
             for s in range(0, self.P, GATHER_CHUNK):
                 sl = slice(s, s + GATHER_CHUNK)
-                cross[sl] = np.einsum("ij,ij->i", np.take(self.Xc, self.pa[sl], axis=0),
-                                      np.take(Z, self.pb[sl], axis=0))
-        return h[self.pa] + h[self.pb] - 2.0 * cross
+                D[sl] = np.einsum("ij,ij->i", np.take(self.Xc, self.pa[sl], axis=0),
+                                  np.take(Z, self.pb[sl], axis=0))
+        D *= -2.0
+        D += np.take(h, self.pa)
+        D += np.take(h, self.pb)
+        return out
 
-    def factor_distances(self, F: np.ndarray, gram: bool) -> np.ndarray:
-        r""":math:`\|f_a - f_b\|^2` per pair (shape (P,)) for a factor image ``F = Xc L^T`` (n, r)."""
+    def factor_distances(self, F: np.ndarray, gram: bool, kept: bool = False) -> np.ndarray:
+        r""":math:`\|f_a - f_b\|^2` per pair (shape (P,)) for a factor image ``F = Xc L^T`` (n, r).
+        ``kept``: as in :meth:`squared_distances`."""
+        out = self._distance_array() if kept else np.empty(self.P)
+        D = out[:self.P]
         if not gram:
-            out = np.empty(self.P)
             for s in range(0, self.P, GATHER_CHUNK):
                 sl = slice(s, s + GATHER_CHUNK)
-                D = np.take(F, self.pa[sl], axis=0) - np.take(F, self.pb[sl], axis=0)
-                out[sl] = np.einsum("ij,ij->i", D, D)
+                B = np.take(F, self.pa[sl], axis=0) - np.take(F, self.pb[sl], axis=0)
+                D[sl] = np.einsum("ij,ij->i", B, B)
             return out
+        from scipy.linalg.blas import dsyrk
+
         h = np.einsum("ij,ij->i", F, F)
-        return h[self.pa] + h[self.pb] - 2.0 * (F @ F.T).ravel()[self._flat_index()]
+        # the lower triangle of F F^T (half the multiply-adds of F @ F.T), Fortran-ordered: its entry
+        # (hi, lo) sits at lo * n + hi, the flat index of pair (lo, hi)
+        np.take(np.ravel(dsyrk(-2.0, F, lower=1), order="F"), self._flat_index(), out=D)
+        D += np.take(h, self.pa)
+        D += np.take(h, self.pb)
+        return out
 
     def laplacian_form(self, w: np.ndarray, dense: bool = False) -> np.ndarray:
         r""":math:`X^\top \mathcal{L}_w X = \sum_p w_p (x_a - x_b)(x_a - x_b)^\top` (d, d), symmetric.
@@ -361,12 +441,31 @@ class PairTable:
         if dense:
             if self._W is None:
                 self._W = np.zeros((self.n, self.n))
+            from scipy.linalg.blas import dtrmm
+
             self._W.ravel()[self._flat_index()] = w
-            WX = self._W @ self.Xc
+            # W is strictly upper triangular: W X as a triangular product (half the multiply-adds);
+            # the transposed view of the C-ordered W is the Fortran-ordered W^T, lower triangular
+            WX = dtrmm(1.0, self._W.T, self.Xc, lower=1, trans_a=1)
         else:
             from scipy import sparse
 
             WX = sparse.csr_matrix((w, self.pb, self._indptr), shape=(self.n, self.n)) @ self.Xc
+        Y = np.multiply(self.Xc, 0.5 * deg[:, None])
+        Y -= WX
+        G = self.Xc.T @ Y
+        G += G.T
+        return G
+
+    def pairs_form(self, pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
+        r""":math:`\sum_i w_i (x_{a_i} - x_{b_i})(x_{a_i} - x_{b_i})^\top` (d, d) over the listed
+        pairs of the table (``pairs``: pair indices, repeats summed): :meth:`laplacian_form` with a
+        sparse W on those pairs alone, :math:`O(k d + n d^2)` for k listed pairs, no table of their own."""
+        from scipy import sparse
+
+        a, b = self.pa[pairs], self.pb[pairs]
+        deg = np.bincount(a, w, self.n) + np.bincount(b, w, self.n)
+        WX = sparse.csr_matrix((w, (a, b)), shape=(self.n, self.n)) @ self.Xc
         Y = np.multiply(self.Xc, 0.5 * deg[:, None])
         Y -= WX
         G = self.Xc.T @ Y
@@ -411,7 +510,9 @@ class QuadrupletGeometry:
     d = 50); the points path (:class:`PairTable`) never forms them, and the passes over all
     constraints that need them (:meth:`squared_lengths`, :meth:`frobenius_norms`) gather them in
     blocks of ``GATHER_CHUNK`` rows. Row positions are int32 below 2^31 constraints
-    (:func:`cvxmetric._checks.index_dtype`).
+    (:func:`cvxmetric._checks.index_dtype`). The products write their per-pair and per-row
+    intermediates into work arrays kept by the geometry and its pair table (``KEPT_ARRAY_MIN``),
+    so one geometry serves one thread at a time.
     """
 
     def __init__(self, X, constraints: ConstraintSet, *, _validated: bool = False):
@@ -433,6 +534,7 @@ class QuadrupletGeometry:
         self._pairs = None   # (PairTable, pair of each u half, pair of each v half), built on first use
         self._ends = None    # per constraint, the pair table endpoints of its halves (_pair_ends)
         self._norms = None   # frobenius_norms, computed on first use
+        self._rows_work = None   # a kept (m,) work array (_row_array)
 
     def _positions(self, rows: np.ndarray) -> np.ndarray:
         pos = np.full(self.m, -1, dtype=index_dtype(self.m))
@@ -487,7 +589,7 @@ class QuadrupletGeometry:
         # the difference vectors formed so far are reused; the new rows' are formed with them
         out._U = None if self._U is None else np.concatenate([self._U, new.U])
         out._V = None if self._V is None else np.concatenate([self._V, new.V])
-        out._pairs = out._ends = out._norms = None
+        out._pairs = out._ends = out._norms = out._rows_work = None
         return out
 
     # ------------------------------------------------------------------ operator paths
@@ -508,20 +610,30 @@ class QuadrupletGeometry:
             self._pairs = (table, pu, pv)
         return self._pairs
 
-    def _costs(self, r: int | None, n_rows: int | None) -> tuple[dict, int]:
+    def _costs(self, r: int | None, n_rows: int | None, which: str = "K") -> tuple[dict, int]:
         halves = self.u_rows.size + self.v_rows.size
         full = n_rows is None
         n_rows = self.m if full else n_rows
         halves = halves if full else min(halves, 2 * n_rows)
         n_points, n_pairs = min(self.X.shape[0], 2 * halves), halves
-        return operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=not full), halves
+        # K* over a subset of rows reads the table of all rows where the full K* runs on the points
+        # path (that table is then built once, by the first full product); otherwise it builds one
+        build = not full and not (which == "Kt" and self._full_table_for_rows())
+        costs = operator_costs(n_points, n_pairs, n_rows, halves, self.d, r, build=build, subset=not full)
+        return costs, halves
+
+    def _full_table_for_rows(self) -> bool:
+        """Whether :meth:`weighted_sum` over a subset of rows reads the pair table of all rows (the
+        full K* runs on the points path): a function of the sizes alone, like every path choice."""
+        return self.operator_path("Kt")[0] == "points"
 
     def product_cost(self, which: str = "K", *, r: int | None = None, n_rows: int | None = None) -> float:
         """Modelled seconds of ``K`` (values; of a rank-``r`` factor when given) or ``"Kt"`` on the
         path :meth:`operator_path` chooses (:func:`operator_costs`), over all constraints or over
-        ``n_rows`` of them (``rows=`` of :meth:`weighted_sum`, whose points path builds a pair
-        table for the call)."""
-        costs, _ = self._costs(r, n_rows)
+        ``n_rows`` of them (``rows=`` of :meth:`weighted_sum`, whose points path reads the table of
+        all rows where the full K* is on the points path, and builds a pair table for the call
+        otherwise)."""
+        costs, _ = self._costs(r, n_rows, which)
         k = 0 if which == "K" else 1
         return min(costs["points"][k], costs["differences"][k])
 
@@ -546,7 +658,7 @@ class QuadrupletGeometry:
         pairs ``h`` for ``h`` halves), so the choice is a function of the sizes alone: the same
         whether or not the table has been built, hence the same iterates in every run.
         """
-        costs, halves = self._costs(r, n_rows)
+        costs, halves = self._costs(r, n_rows, which)
         if path is None:
             k = 0 if which == "K" else 1
             path = "points" if halves and costs["points"][k] < costs["differences"][k] else "differences"
@@ -600,7 +712,7 @@ class QuadrupletGeometry:
         path, gram = self.operator_path("K", path=path)
         if path == "points":
             table, pu, pv = self.pair_table()
-            D = np.append(table.squared_distances(M, gram), 0.0)
+            D = table.squared_distances(M, gram, kept=True)
             return np.take(D, pu), np.take(D, pv)   # np.take: faster than D[pu] on 1-D arrays
         a = np.zeros(self.m)
         b = np.zeros(self.m)
@@ -615,8 +727,26 @@ class QuadrupletGeometry:
 
         Cost and ``path``: see :meth:`distances`.
         """
-        a, b = self.distances(np.asarray(M, dtype=np.float64), path=path)
-        return a - b
+        M = np.asarray(M, dtype=np.float64)
+        path, gram = self.operator_path("K", path=path)
+        if path == "points":
+            return self._row_differences(self.pair_table()[0].squared_distances(M, gram, kept=True))
+        a, b = self.distances(M, path=path)
+        a -= b
+        return a
+
+    def _row_differences(self, D: np.ndarray) -> np.ndarray:
+        """``D[pu] - D[pv]`` per constraint (a fresh (m,) array) for pair values ``D`` with the zero slot."""
+        _, pu, pv = self.pair_table()
+        out = np.take(D, pu)
+        out -= np.take(D, pv, out=self._row_array())
+        return out
+
+    def _row_array(self) -> np.ndarray:
+        """A kept (m,) work array (the subtrahend of :meth:`_row_differences`)."""
+        if self._rows_work is None:
+            self._rows_work = np.empty(self.m)
+        return self._rows_work
 
     def values_factor(self, L: np.ndarray, *, path: str | None = None) -> np.ndarray:
         r"""Same as :meth:`values` for :math:`M = L^\top L` (L of shape (r, d)): cost :math:`O(m d r)`
@@ -624,11 +754,8 @@ class QuadrupletGeometry:
         L = np.asarray(L, dtype=np.float64)
         path, gram = self.operator_path("K", r=L.shape[0], path=path)
         if path == "points":
-            table, pu, pv = self.pair_table()
-            D = np.append(table.factor_distances(table.Xc @ L.T, gram), 0.0)
-            out = np.take(D, pu)
-            out -= np.take(D, pv)
-            return out
+            table = self.pair_table()[0]
+            return self._row_differences(table.factor_distances(table.Xc @ L.T, gram, kept=True))
         out = np.zeros(self.m)
         if self.u_rows.size:
             P = self.U @ L.T
@@ -652,7 +779,9 @@ class QuadrupletGeometry:
             Default: the cost model (:meth:`operator_path`). ``"differences"``:
             :math:`U^\top \mathrm{diag}(c) U - V^\top \mathrm{diag}(c) V`, :math:`O(m d^2)`;
             ``"points"``: :math:`X^\top \mathcal{L}_c X`, :math:`O(m + P d + n d^2)` (module
-            docstring; over ``rows``, a pair table of those rows is built for the call).
+            docstring; over ``rows``, the rows' pairs in the table of all rows where the full
+            product is on the points path (:meth:`PairTable.pairs_form`), else a pair table of those
+            rows built for the call).
         """
         coef = np.asarray(coef, dtype=np.float64)
         if rows is None:
@@ -661,9 +790,7 @@ class QuadrupletGeometry:
             path, dense = self.operator_path("Kt", path=path)
             if path == "points":
                 table, pu, pv = self.pair_table()
-                w = np.bincount(pu, coef, table.P + 1)[:table.P]
-                w -= np.bincount(pv, coef, table.P + 1)[:table.P]
-                return table.laplacian_form(w, dense)
+                return table.laplacian_form(table.pair_weights(pu, pv, coef), dense)
             # all rows: no gather of U/V (twice as fast; the PDHG solver calls this every iteration)
             G = (self.U * coef[self.u_rows, None]).T @ self.U
             G -= (self.V * coef[self.v_rows, None]).T @ self.V
@@ -677,6 +804,10 @@ class QuadrupletGeometry:
         if path == "points":
             if not (np.any(ku) or np.any(kv)):
                 return np.zeros((self.d, self.d))
+            if self._full_table_for_rows():   # the pairs of these rows in the table of all rows
+                _, pair_u, pair_v = self.pair_table()
+                return self._pairs[0].pairs_form(np.concatenate([pair_u[rows[ku]], pair_v[rows[kv]]]),
+                                                 np.concatenate([coef[ku], -coef[kv]]))
             idx = self.constraints.idx[rows]
             table = PairTable(self.X, np.concatenate([idx[ku, 0], idx[kv, 2]]),
                               np.concatenate([idx[ku, 1], idx[kv, 3]]))
@@ -710,9 +841,7 @@ class QuadrupletGeometry:
         if coef.shape != (self.m,):
             raise ValueError(f"coef must have shape ({self.m},); got {coef.shape}")
         table, pu, pv = self.pair_table()
-        w = np.bincount(pu, coef, table.P + 1)[:table.P]
-        w -= np.bincount(pv, coef, table.P + 1)[:table.P]
-        lap, Xc = table.laplacian(w), table.Xc
+        lap, Xc = table.laplacian(table.pair_weights(pu, pv, coef)), table.Xc
 
         def apply(B: np.ndarray) -> np.ndarray:
             return Xc.T @ (lap @ (Xc @ B))
@@ -744,8 +873,7 @@ class QuadrupletGeometry:
 
         def apply(coef: np.ndarray) -> np.ndarray:
             coef = np.asarray(coef, dtype=np.float64)
-            w = np.bincount(pu, coef, table.P + 1)[:table.P]
-            w -= np.bincount(pv, coef, table.P + 1)[:table.P]
+            w = table.pair_weights(pu, pv, coef)
             # rows of G L = (L G)^T (both symmetric), made contiguous: the gathers below read rows
             T = np.ascontiguousarray(np.asarray(table.laplacian(w) @ G).T)
             h = np.einsum("ij,ij->i", G, T)       # g_a . t_a

@@ -49,9 +49,11 @@ V_+^\top` is PSD by construction, so every scored point is feasible and every bo
 as on the dense path; only the step is inexact (measured with ``python -m benchmarks.scale``:
 d = 1000 with 10^4 quadruplets certifies 1e-3 after 176 iterations and stops at 8e-5 after 208,
 199 of them low-rank steps). The choice is made per step by the cost model
-(:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
-The checks still read the d x d dual matrix (scores, certificates). The cold start's power
-iteration runs on :math:`K K^*` through the Gram matrix of the points where that is cheaper
+(:func:`cvxmetric.hinge.projection_costs`) at the current rank, and only where the dense step's
+``eigh`` is a sizeable share of it (``LOWRANK_MIN_EIGH_SHARE``: at d = 50 a few early low-rank
+steps lengthened the run by a fifth to a quarter) (``projection="auto"``), or forced. The checks
+still read the d x d dual matrix (scores, certificates). The cold start's power iteration runs
+on :math:`K K^*` through the Gram matrix of the points where that is cheaper
 (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
 
 The state of the method is a :class:`PDHGState` (step, check, restart, result). The practical
@@ -147,7 +149,7 @@ import numpy as np
 
 from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.hinge import COST_EIGH, GATHER_CHUNK, normal_costs, projection_costs
+from cvxmetric.hinge import COST_EIGH, GATHER_CHUNK, LOWRANK_MIN_EIGH_SHARE, normal_costs, projection_costs
 from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR, REPAIR_STEPS
 from cvxmetric.linalg import project_psd, rayleigh_ritz_positive, symmetrize
 from cvxmetric.models import HingeCongruence, HingeModel
@@ -188,9 +190,13 @@ POWER_ITERATIONS_CONSTANT_STEP = 50
 #: point's and the average's K'* y as full products, so scores and certificates read products, not
 #: chains of updates. Measured on syn-d50-m10000 (one BLAS thread): 9-11 % of the multipliers change
 #: per step from iteration 32 on, K'* over them 0.6 ms against 2.8 ms; the solve 1.21 -> 0.81 s at
-#: the same 144 iterations and certified gap (to 1e-11). With 10^5 constraints on 2,000 points 42 %
-#: of the steps take the update; at 10^6 (the changed rows cost more than the full product over the
-#: points) and at d = 500 and 1000 (~80 % change) none. False: always the full product (ablations).
+#: the same 144 iterations and certified gap (to 1e-11). On the points path the update reads the
+#: changed rows' pairs in the table of all rows (:meth:`cvxmetric.hinge.PairTable.pairs_form`).
+#: Measured (d = 50 on 2,000 points, one BLAS thread, CPU seconds at load ~10, on / off): 10^5
+#: constraints 68 of 112 steps take the update (6,800 rows each), 3.24 / 3.35 s; 10^6, 40 of 128
+#: (44,000 rows each: 87-99 % of the multipliers change per step up to iteration ~60, 0.5 % at the
+#: end), 16.0 / 15.9 s (the checks after update steps recompute two full products). At d = 500 and
+#: 1000 (~80 % change) none. False: always the full product (ablations).
 INCREMENTAL_ADJOINT = True
 #: The targeted repair of the certificate (a few dozen passes over the constraints, see
 #: :meth:`cvxmetric.models.HingeModel.dual_bound`) runs at a check only when the candidate's relative
@@ -313,6 +319,7 @@ class _ScaledOperator:
         s[s <= EMPTY_ROW_RTOL * smax] = 1.0
         self.s = s
         self.n_updates = self.updated_rows = 0   # adjoint_update's updates and their rows (reported)
+        self._coef = None   # the kept work array of adjoint
 
     def apply(self, M: np.ndarray, eig: Optional[tuple] = None) -> np.ndarray:
         r""":math:`K' M`. ``eig = (lam, V)``, the eigendecomposition M was projected from
@@ -332,23 +339,35 @@ class _ScaledOperator:
         return out
 
     def adjoint(self, y: np.ndarray) -> np.ndarray:
-        r""":math:`K'^* y = K^* (y / s)`."""
-        return self.geometry.weighted_sum(y / self.s)
+        r""":math:`K'^* y = K^* (y / s)` (``y / s`` in a kept work array: no (m,) allocation per product)."""
+        if self._coef is None:
+            self._coef = np.empty_like(self.s)
+        return self.geometry.weighted_sum(np.divide(y, self.s, out=self._coef))
 
     def update_rows(self, y_old: np.ndarray, y_new: np.ndarray) -> Optional[np.ndarray]:
         """The entries that changed from ``y_old`` to ``y_new`` where :meth:`adjoint_update` takes
         the product over them (``INCREMENTAL_ADJOINT``, and the cost model of :mod:`cvxmetric.hinge`
-        prices it below a full product with the difference vectors of those rows), else None (the
-        full product). The points path over a subset builds a pair table per call: measured on
-        digits' LMNN, those updates took 1.25 ms against 0.76 ms for the full product."""
+        prices it below a full product), else None (the full product). The product over the rows
+        goes through their difference vectors, or through their pairs in the table of all rows
+        where the full product is on the points path (:meth:`cvxmetric.hinge.PairTable.pairs_form`);
+        never through a pair table built per call (measured on digits' LMNN: 1.25 ms against
+        0.76 ms for the full product)."""
         if not INCREMENTAL_ADJOINT:
             return None
         changed = np.flatnonzero(y_new != y_old)
         geom = self.geometry
-        if changed.size and (geom.operator_path("Kt", n_rows=changed.size)[0] != "differences"
-                             or geom.product_cost("Kt", n_rows=changed.size) >= geom.product_cost("Kt")):
+        if changed.size and (geom.product_cost("Kt", n_rows=changed.size) >= geom.product_cost("Kt")
+                             or self._update_path(changed.size) is None):
             return None
         return changed
+
+    def _update_path(self, n_rows: int) -> Optional[str]:
+        """The path of :meth:`adjoint_update` over ``n_rows`` rows (the cost model's), or None where
+        it would build a pair table for the call."""
+        path = self.geometry.operator_path("Kt", n_rows=n_rows)[0]
+        if path == "points" and self.geometry.operator_path("Kt")[0] != "points":
+            return None
+        return path
 
     def adjoint_update(self, KTy: np.ndarray, y_old: np.ndarray, y_new: np.ndarray) -> tuple[np.ndarray, bool]:
         r""":math:`K'^* y_{new}` from ``KTy`` :math:`= K'^* y_{old}`: plus :math:`K'^*(y_{new} - y_{old})`
@@ -362,7 +381,7 @@ class _ScaledOperator:
         if changed.size == 0:
             return KTy.copy(), False
         dy = (y_new[changed] - y_old[changed]) / self.s[changed]
-        return KTy + self.geometry.weighted_sum(dy, rows=changed, path="differences"), False
+        return KTy + self.geometry.weighted_sum(dy, rows=changed, path=self._update_path(changed.size)), False
 
 
 def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter: Optional[int] = None,
@@ -754,8 +773,10 @@ class PDHGState:
     def _lowrank_pays(self) -> bool:
         """Whether this step takes the low-rank projection: forced by ``projection``, or where the
         cost model (:func:`cvxmetric.hinge.projection_costs`) prices it below the dense step at the
-        current rank. The counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path`
-        (no table needed), so the choice is the same in every run."""
+        current rank and the dense step's ``eigh`` is at least ``LOWRANK_MIN_EIGH_SHARE`` of it
+        (the inexact step costs iterations, which only a saving on the d x d work repays). The
+        counts are the sizes' bounds of :meth:`QuadrupletGeometry.operator_path` (no table
+        needed), so the choice is the same in every run."""
         if self.projection != "auto":
             return self.projection == "lowrank"
         geom = self.model.geometry
@@ -763,7 +784,7 @@ class PDHGState:
         halves = geom.u_rows.size + geom.v_rows.size
         costs = projection_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, r, self._block_size(r),
                                  geom.product_cost("Kt"), geom.product_cost("K", r=max(r, 1)))
-        return costs["lowrank"] < costs["dense"]
+        return costs["lowrank"] < costs["dense"] and costs["eigh"] >= LOWRANK_MIN_EIGH_SHARE * costs["dense"]
 
     def _lowrank_projection(self, tau: float) -> tuple:
         r"""The projection of the step matrix :math:`A = (M - \tau(R + K'^* y'))/(1 + \tau q)` from
@@ -1112,7 +1133,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         matrix and takes its positive eigenpairs (``eigh``); ``"lowrank"`` tracks them matrix-free
         by one block Rayleigh-Ritz step per iteration on a warm basis (:meth:`PDHGState.step`);
         ``"auto"`` takes, at every step, the cheaper one by the cost model
-        (:func:`cvxmetric.hinge.projection_costs`) at the current rank. Not read with ``state``
+        (:func:`cvxmetric.hinge.projection_costs`) at the current rank, where the dense step's
+        ``eigh`` is at least ``LOWRANK_MIN_EIGH_SHARE`` of it. Not read with ``state``
         (the state keeps its own).
     state : PDHGState, optional
         Continue from this state (:func:`start_state`, or its :meth:`PDHGState.rebind` onto

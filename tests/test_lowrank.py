@@ -219,3 +219,24 @@ def test_safe_shift_cost_switch():
     assert not hc._safe_shift_pays(span(300, 1.0))
     assert hc._safe_shift_pays(span(2500, 1.0))
     assert not hc._safe_shift_pays(span(2500, None))   # rules that read more than lambda_min
+
+
+def test_lowrank_projection_is_not_chosen_where_the_eigh_is_a_small_share_of_the_dense_step():
+    from cvxmetric.hinge import LOWRANK_MIN_EIGH_SHARE
+
+    kt = lambda n, d: 2 * n * d * d * 8e-11
+    # d = 50 on many pairs: the low-rank step is priced below the dense one at rank 0, but the
+    # dense step is almost all products over the constraints (its eigh a tiny share)
+    costs = projection_costs(2000, 2_000_000, 50, 0, 8, 4e-2, 1e-2)
+    assert costs["lowrank"] < costs["dense"]
+    assert costs["eigh"] < LOWRANK_MIN_EIGH_SHARE * costs["dense"]
+    big = projection_costs(2000, 20_000, 1000, 60, 75, kt(2000, 1000), 1e-2)
+    assert big["eigh"] >= LOWRANK_MIN_EIGH_SHARE * big["dense"]
+    # a model whose low-rank step is priced below the dense one at rank 0, with a tiny eigh: dense
+    model = _model(40, 500, 10_000, 1)
+    geom = model.geometry
+    halves = geom.u_rows.size + geom.v_rows.size
+    at_zero = projection_costs(500, halves, 40, 0, 8, geom.product_cost("Kt"), geom.product_cost("K", r=1))
+    assert at_zero["lowrank"] < at_zero["dense"]
+    assert not start_state(model)._lowrank_pays()
+    assert start_state(model, projection="lowrank")._lowrank_pays()

@@ -132,3 +132,48 @@ def test_cost_model_takes_the_dense_laplacian_when_pairs_fill_the_matrix():
     # a temporary table of a subset of rows never keeps an n x n matrix
     assert not operator_costs(n_points=2000, n_pairs=2_000_000, n_rows=1_000_000, n_halves=2_000_000, d=50,
                               build=True)["dense"]
+
+
+def test_a_sum_over_rows_reads_the_pairs_of_the_table_of_all_rows(monkeypatch):
+    """Where the full K* runs on the points path, K* over a subset of rows takes those rows' pairs
+    in the cached table of all rows (PairTable.pairs_form) and equals the difference-vector sum."""
+    rng = np.random.default_rng(4)
+    X = rng.random((60, 20))
+    idx = rng.integers(0, 60, size=(20_000, 4))
+    idx = idx[(idx[:, 0] != idx[:, 1]) & (idx[:, 2] != idx[:, 3])]
+    geom = QuadrupletGeometry(X, ConstraintSet.from_quadruplets(idx))
+    assert geom.operator_path("Kt")[0] == "points"
+    rows = np.sort(rng.choice(geom.m, 3000, replace=False))
+    coef = rng.standard_normal(rows.size)
+    geom.pair_table()
+
+    def no_new_table(*args, **kwargs):
+        raise AssertionError("a pair table was built for the subset")
+
+    monkeypatch.setattr("cvxmetric.hinge.PairTable", no_new_table)
+    via_pairs = geom.weighted_sum(coef, rows=rows, path="points")
+    assert _rel(via_pairs, geom.weighted_sum(coef, rows=rows, path="differences")) <= PATH_RTOL
+
+
+def test_kept_pair_weights_equal_the_counted_ones(monkeypatch):
+    """Above KEPT_ARRAY_MIN the pair weights are accumulated into a kept array (np.add.at): the
+    same weights, products and values as np.bincount's, call after call."""
+    import cvxmetric.hinge as hinge
+
+    rng = np.random.default_rng(5)
+    X = rng.random((50, 6))
+    idx = rng.integers(0, 50, size=(3000, 4))
+    idx = idx[(idx[:, 0] != idx[:, 1]) & (idx[:, 2] != idx[:, 3])]
+    geom = QuadrupletGeometry(X, ConstraintSet.from_quadruplets(idx))
+    table, pu, pv = geom.pair_table()
+    coefs = [rng.standard_normal(geom.m) for _ in range(2)]
+    counted = [table.pair_weights(pu, pv, c).copy() for c in coefs]
+    sums = [geom.weighted_sum(c, path="points") for c in coefs]
+    monkeypatch.setattr(hinge, "KEPT_ARRAY_MIN", 1)
+    for c, w, G in zip(coefs, counted, sums):
+        assert _rel(table.pair_weights(pu, pv, c), w) <= PATH_RTOL
+        assert _rel(geom.weighted_sum(c, path="points"), G) <= PATH_RTOL
+    M = rng.standard_normal((6, 6))
+    M = M @ M.T
+    assert _rel(geom.values(M, path="points"), geom.values(M, path="differences")) <= PATH_RTOL
+    assert _rel(geom.values(M, path="points"), geom.values(M, path="points")) == 0.0

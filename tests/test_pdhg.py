@@ -509,6 +509,25 @@ def test_ray_minimum_matches_a_fine_grid(seed):
     assert value <= min(model.value(a * M) for a in grid) + 1e-12 * abs(value)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_first_crossing_is_the_sorted_cumulative_crossing(seed):
+    """The selection (halving around medians past SELECTION_SORT_MAX keys) finds the key a full
+    sort and cumulative sum find, with ties among the keys, and None beyond the total weight."""
+    from cvxmetric.models import SELECTION_SORT_MAX, first_crossing
+
+    rng = np.random.default_rng(seed)
+    n = 5 * SELECTION_SORT_MAX + 17
+    keys = np.round(rng.random(n) * 1000.0) / 7.0      # many ties
+    weights = rng.random(n)
+    order = np.argsort(keys, kind="stable")
+    cum = np.cumsum(weights[order])
+    for need in (0.0, 1e-3, 0.37 * cum[-1], 0.9 * cum[-1], cum[-1] * (1 - 1e-9)):
+        expected = keys[order[np.flatnonzero(cum >= need)[0]]]
+        assert first_crossing(keys, weights, need) == expected
+    assert first_crossing(keys, weights, 1.01 * cum[-1]) is None
+    assert first_crossing(np.full(n, 2.5), weights, 0.5 * cum[-1]) == 2.5
+
+
 def test_ray_minimum_rejects_q_and_bad_values():
     with pytest.raises(ValueError, match="q = 0"):
         HingeModel(MODEL.geometry, MODEL.coef, MODEL.R, 1.0).ray_minimum(0.0, np.zeros(MODEL.m))
