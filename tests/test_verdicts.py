@@ -1,7 +1,7 @@
 """Row verdicts: "pass", "fail", or "undecided" when only the oracle's own checks failed.
 
 The oracle must not raise false alarms: MMC on small subsets of iris / wine / breast cancer and the
-Qwise / Fantope default instances with their data x 1e4 pass; a ground truth starved of
+Qwise / Fantope default instances with their data x 1e4 (and the vector model's with x 1e-4) pass; a ground truth starved of
 iterations makes a row "undecided", never "fail"; a wrong point still fails.
 """
 import dataclasses
@@ -16,9 +16,13 @@ from cvxmetric.estimators import MMC_Supervised
 from cvxmetric.formulations.ladder import LADDER, Rung, solve_certified
 from cvxmetric.instances import get_instance
 from cvxmetric.solvers import solve_qwise
+from cvxmetric.solvers.qwise import solve_qwise_vector
+from cvxmetric.vector_model import qwise_vector_model
 from cvxmetric.verification import harness
 from cvxmetric.verification.harness import Check, ReferenceCache, score_point, verdict, verify_result
+from cvxmetric.verification.kkt import vector_kkt
 from cvxmetric.verification.registry import get_spec
+from cvxmetric.verification.tolerances import GAP_NEWTON, KKT_FAST_NEWTON
 
 
 def test_verdict_separates_the_oracle_from_the_fast_point():
@@ -63,14 +67,16 @@ def _scaled_rows(problem, family, name, scale, solvers):
             for fs in spec.fast_solvers(inst) if fs.name in solvers]
 
 
-@pytest.mark.parametrize("problem, family, name, solvers", [
-    ("qwise", "qwise", "syn-d5", ("qwise-subgradient", "qwise-pdhg")),
-    ("fantope", "fantope", "syn-d8-e2", ("fantope-bound-subgradient", "fantope-bound-pdhg")),
+@pytest.mark.parametrize("problem, family, name, scale, solvers", [
+    ("qwise", "qwise", "syn-d5", 1e4, ("qwise-subgradient", "qwise-pdhg")),
+    ("fantope", "fantope", "syn-d8-e2", 1e4, ("fantope-bound-subgradient", "fantope-bound-pdhg")),
+    # the optimum deep inside the ball sqrt(2F) (verification.kkt._vector_terms_scale)
+    ("qwise", "qwise_vector", "hierarchy-diag-d8", 1e-4, ("qwise-vector-newton",)),
 ])
-def test_data_times_1e4_has_no_false_alarm(problem, family, name, solvers):
+def test_scaled_data_has_no_false_alarm(problem, family, name, scale, solvers):
     # the ladder's interval here is either within TRUTH_RTOL (the refining rung) or wider but
     # proving the fast points within their gap tolerance (harness._width_needed): decided, and pass
-    rows = _scaled_rows(problem, family, name, 1e4, solvers)
+    rows = _scaled_rows(problem, family, name, scale, solvers)
     assert len(rows) == len(solvers)
     for row in rows:
         failed = [k for k, c in row["checks"].items() if not c["passed"]]
@@ -121,6 +127,53 @@ def test_boostmetric_truth_residuals_at_an_optimum_at_zero_are_in_objective_unit
     res = spec.kkt_truth(truth.formulation, truth.solution)
     assert max(res["primal_psd"], res["comp_psd"], res["primal_margin"]) < 1e-3, res
     assert res["stationarity_X"] < 1e-8, res
+
+
+def _hierarchy_model(scale):
+    inst = get_instance("qwise_vector", "hierarchy-diag-d8")
+    X = inst.X * scale
+    return qwise_vector_model(X, inst.constraints, **inst.params), solve_qwise_vector(X, inst.constraints, **inst.params)
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_vector_kkt_is_small_at_an_optimum_and_large_at_a_wrong_point_at_every_scale(scale):
+    # x 1e-4: every loss term is linear, omega* = G'c is 8.6e-6 (F = 600) and the Newton point
+    # omega = 0 is certified within 4e-13; its residual 8.6e-6 is 0.67 of the stationarity terms
+    # but 2.5e-7 of the radius sqrt(2F) of the ball that holds the optimum
+    vm, res = _hierarchy_model(scale)
+    assert res.converged
+    assert vector_kkt(vm, res.w) <= KKT_FAST_NEWTON
+    # a point 1e-3 of F off the optimum (1-strong convexity: a step of sqrt(2e-3 F)) reads far above
+    # the threshold (measured 3.2e-2, 0.17, 0.61)
+    f = vm.value(res.w)
+    wrong = res.w.copy()
+    wrong[0] += np.sqrt(2e-3 * f)
+    assert (vm.value(wrong) - f) / f > GAP_NEWTON
+    assert vector_kkt(vm, wrong) > 100 * KKT_FAST_NEWTON
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_vector_kkt_at_an_optimum_on_the_boundary_w_zero(scale):
+    # the relative constraints reversed (rows -g_c): at w = 0 every gradient entry is >= 0, so
+    # w = 0 is the optimum, on the boundary of w >= 0; a point off it by 1e-3 of F is no optimum
+    # (measured 3.2e-2 at every scale: a distance to the bound, in units of the radius sqrt(2F))
+    vm, _ = _hierarchy_model(scale)
+    rev = dataclasses.replace(vm, G=-vm.G)
+    zero = np.zeros(rev.e)
+    assert np.all(rev.gradient(zero) >= 0.0) and rev.suboptimality_bound(zero) == 0.0
+    assert vector_kkt(rev, zero) == 0.0
+    wrong = zero.copy()
+    wrong[0] = np.sqrt(2e-3 * rev.value(zero))
+    assert vector_kkt(rev, wrong) > 100 * KKT_FAST_NEWTON
+
+
+def test_vector_kkt_at_the_closed_form_optimum_of_linear_losses():
+    # x 1e-4: every term stays in the hinge's linear zone, so omega* = Pi(G'c) exactly
+    vm, _ = _hierarchy_model(1e-4)
+    star = vm.project(vm.G.T @ vm.coef)
+    assert np.allclose(vm.multipliers(star), vm.coef)
+    assert vector_kkt(vm, star) <= 1e-12
+    assert vector_kkt(vm, star + np.sqrt(2e-3 * vm.value(star))) > 1e-2
 
 
 #: A ladder that cannot certify: SCS stopped after 5 iterations.
