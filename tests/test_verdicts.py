@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_wine
 
+from cvxmetric.boostmetric import boostmetric_model
 from cvxmetric.estimators import MMC_Supervised
 from cvxmetric.formulations.ladder import LADDER, Rung, solve_certified
 from cvxmetric.instances import get_instance
@@ -72,6 +73,8 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ("fantope", "fantope", "syn-d8-e2", 1e4, ("fantope-bound-subgradient", "fantope-bound-pdhg")),
     # the optimum deep inside the ball sqrt(2F) (verification.kkt._vector_terms_scale)
     ("qwise", "qwise_vector", "hierarchy-diag-d8", 1e-4, ("qwise-vector-newton",)),
+    # the optimum X = 0, certified by the first rung (BoostMetricModel.normalized: c^2 = max(D, nu))
+    ("boostmetric", "boostmetric", "wine-exp", 1e-4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
 ])
 def test_scaled_data_has_no_false_alarm(problem, family, name, scale, solvers):
     # the ladder's interval here is either within TRUTH_RTOL (the refining rung) or wider but
@@ -115,18 +118,45 @@ def test_width_needed_proves_the_gap_or_keeps_the_truth_tolerance():
 
 
 def test_boostmetric_truth_residuals_at_an_optimum_at_zero_are_in_objective_units():
-    # iris-exp with X x 1e-4: the optimum is X = 0, certified exactly. Residuals relative to ||X||
-    # read 0/0 there (Clarabel's raw point -1e-10 I: 1.0); in units of the objective they are the
-    # cost of that point's error (3.7e-5 measured: its dual is 7e5 I in the normalized twin)
+    # iris-exp with X x 1e-4: the optimum is X = 0 (p* = log m). Residuals relative to ||X|| read
+    # 0/0 at a point that is round-off around 0; in units of the objective they are the cost of
+    # that point's error. Measured: Clarabel's point 3e-8 I (twin trace weight 0.64), gap 1.9e-10,
+    # every residual <= 1.9e-10
     spec = get_spec("boostmetric")
     inst = get_instance("boostmetric", "iris-exp")
     form = spec.build(dataclasses.replace(inst, X=inst.X * 1e-4))
     truth = solve_certified(form, 1e-6, ladder=LADDER[:1])
-    assert truth.certified and truth.gap <= 1e-12
-    assert np.allclose(truth.point, 0.0)
+    assert truth.certified and truth.gap <= 1e-9
+    assert truth.bounds.lower == pytest.approx(np.log(form.model.m), rel=1e-12)   # the bound at X* = 0
+    assert np.trace(truth.point) <= 1e-6
     res = spec.kkt_truth(truth.formulation, truth.solution)
     assert max(res["primal_psd"], res["comp_psd"], res["primal_margin"]) < 1e-3, res
     assert res["stationarity_X"] < 1e-8, res
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_boostmetric_twin_has_its_larger_coefficient_of_order_one(scale):
+    # data x s with the same nu is another problem (nu / s^2 on the data): the twin cannot be the same
+    # program at every s, but its larger per-unit-trace coefficient (trace weight or margins' size)
+    # is O(1) at every s, and its values are the original's exactly
+    inst = get_instance("boostmetric", "wine-exp")
+    model = boostmetric_model(inst.X * scale, inst.constraints, **inst.params)
+    twin, c2 = model.normalized()
+    assert 0.5 <= max(twin.nu, twin.geometry.data_scale()) <= 2.0
+    assert twin.nu == model.nu / c2
+    P = np.random.default_rng(0).standard_normal((model.d, model.d))
+    P = P @ P.T / model.d
+    assert twin.value(P) == pytest.approx(model.value(P / c2), rel=1e-12)
+
+
+def test_boostmetric_exp_optimum_at_zero_certifies_on_the_first_rung():
+    # wine-exp x 1e-4: nu = 3 far above every margin's size (6e-8), X* = 0 and p* = log m
+    spec = get_spec("boostmetric")
+    inst = get_instance("boostmetric", "wine-exp")
+    form = spec.build(dataclasses.replace(inst, X=inst.X * 1e-4))
+    truth = solve_certified(form, 1e-6, ladder=LADDER[:1])
+    assert truth.certified and truth.rung == LADDER[0].name
+    assert truth.bounds.lower == pytest.approx(np.log(form.model.m), rel=1e-12)   # the bound at X* = 0
 
 
 def _hierarchy_model(scale):
