@@ -17,13 +17,14 @@ from cvxmetric.estimators import MMC_Supervised
 from cvxmetric.formulations.ladder import LADDER, Rung, solve_certified
 from cvxmetric.instances import get_instance
 from cvxmetric.solvers import solve_qwise
+from cvxmetric.solvers.boostmetric_gradient import boostmetric_projected_gradient
 from cvxmetric.solvers.qwise import solve_qwise_vector
 from cvxmetric.vector_model import qwise_vector_model
 from cvxmetric.verification import harness
 from cvxmetric.verification.harness import Check, ReferenceCache, score_point, verdict, verify_result
 from cvxmetric.verification.kkt import vector_kkt
 from cvxmetric.verification.registry import get_spec
-from cvxmetric.verification.tolerances import GAP_NEWTON, KKT_FAST_NEWTON
+from cvxmetric.verification.tolerances import GAP_NEWTON, KKT_FAST_BOOSTMETRIC, KKT_FAST_NEWTON
 
 
 def test_verdict_separates_the_oracle_from_the_fast_point():
@@ -75,6 +76,8 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ("qwise", "qwise_vector", "hierarchy-diag-d8", 1e-4, ("qwise-vector-newton",)),
     # the optimum X = 0, certified by the first rung (BoostMetricModel.normalized: c^2 = max(D, nu))
     ("boostmetric", "boostmetric", "wine-exp", 1e-4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
+    # terms of 1e8 cancelling to nu = 0.01 (the KKT residuals over the terms' size, in their units)
+    ("boostmetric", "boostmetric", "iris-exp", 1e4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
 ])
 def test_scaled_data_has_no_false_alarm(problem, family, name, scale, solvers):
     # the ladder's interval here is either within TRUTH_RTOL (the refining rung) or wider but
@@ -157,6 +160,27 @@ def test_boostmetric_exp_optimum_at_zero_certifies_on_the_first_rung():
     truth = solve_certified(form, 1e-6, ladder=LADDER[:1])
     assert truth.certified and truth.rung == LADDER[0].name
     assert truth.bounds.lower == pytest.approx(np.log(form.model.m), rel=1e-12)   # the bound at X* = 0
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_boostmetric_kkt_fast_is_small_at_an_optimum_and_large_at_wrong_points(scale):
+    # iris-exp: X* = 0 at x 1e-4, tr X* = 3e-7 at x 1e4; FISTA's point is certified within 1e-6
+    spec = get_spec("boostmetric")
+    inst = get_instance("boostmetric", "iris-exp")
+    X = inst.X * scale
+    form = spec.build(dataclasses.replace(inst, X=X))
+    model = form.model
+    res = boostmetric_projected_gradient(X, inst.constraints, **inst.params)
+    assert res.converged and res.certified_gap <= 1e-6
+    assert spec.kkt_fast(form, res.M) <= 1e-6
+    f = model.value(res.M)
+    # points 1e-2 of f or more above the optimum: along X* (when it is not 0) and, at every scale,
+    # a multiple of I whose trace costs nu tr = 1e-2 |f|
+    wrong = [2.0 * res.M, 0.5 * res.M] if np.trace(res.M) > 0 else []
+    wrong.append(res.M + 1e-2 * abs(f) / (model.nu * model.d) * np.eye(model.d))
+    for P in wrong:
+        assert (model.value(P) - f) / abs(f) > 4e-3
+        assert spec.kkt_fast(form, P) > KKT_FAST_BOOSTMETRIC
 
 
 def _hierarchy_model(scale):
