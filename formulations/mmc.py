@@ -65,7 +65,7 @@ from cvxmetric.mmc import DiagonalMMCModel, MMCModel, min_form_value
 from .base import Formulation, Normalization, symmetric_parameter
 from .hinge import svec_expr, svec_weights
 
-__all__ = ["build_mmc", "build_mmc_max", "build_mmc_diagonal", "CLARABEL_TIGHT"]
+__all__ = ["build_mmc", "build_mmc_max", "build_mmc_diagonal", "twin_data", "CLARABEL_TIGHT"]
 
 #: Clarabel options of the MMC forms. The KKT stationarity residual goes through
 #: grad g = sum_D C_p / (2 sqrt(D_p)), which amplifies the solver's error: at the default 1e-7
@@ -122,14 +122,32 @@ def build_mmc(X, constraints: ConstraintSet) -> Formulation:
                        dual_bound=dual_bound, normalize=normalize)
 
 
-def _normalize(X, constraints: ConstraintSet, model: MMCModel) -> Normalization:
-    """The exactly rescaled twin of the min form (module docstring, ``normalize``)."""
+def twin_data(X, constraints: ConstraintSet, model: MMCModel):
+    r"""The normalized twin's data (module docstring, ``normalize``), shared by both forms.
+
+    Returns
+    -------
+    X_twin : ndarray
+        :math:`X F^{-1}`.
+    constraints_twin : ConstraintSet
+        Similar weights times :math:`a`, dissimilar weights times :math:`b`.
+    F : ndarray
+        The power-of-2 feature scales: a twin point P is the original's :math:`F M F` up to scale.
+    a, b : float
+        Powers of 2 nearest to :math:`1/\sum w_S` and :math:`1/\sum w_D`.
+    """
     F = model.feature_scale
     sim = constraints.is_similar
     w = np.asarray(constraints.weight, dtype=np.float64)
     a = float(power_of_two(1.0 / np.sum(model.wS)))
     b = float(power_of_two(1.0 / np.sum(model.wD)))
-    twin = build_mmc(np.asarray(X, dtype=np.float64) / F, constraints.with_weight(np.where(sim, a * w, b * w)))
+    return np.asarray(X, dtype=np.float64) / F, constraints.with_weight(np.where(sim, a * w, b * w)), F, a, b
+
+
+def _normalize(X, constraints: ConstraintSet, model: MMCModel) -> Normalization:
+    """The exactly rescaled twin of the min form (module docstring, ``normalize``)."""
+    X_twin, cons_twin, F, a, b = twin_data(X, constraints, model)
+    twin = build_mmc(X_twin, cons_twin)
     twin.normalize = None
 
     def point_back(P):

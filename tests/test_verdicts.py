@@ -78,6 +78,9 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ("boostmetric", "boostmetric", "wine-exp", 1e-4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
     # terms of 1e8 cancelling to nu = 0.01 (the KKT residuals over the terms' size, in their units)
     ("boostmetric", "boostmetric", "iris-exp", 1e4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
+    # the scale identity's max form solved on the normalized data
+    ("mmc", "mmc", "iris", 1e-4, ("mmc-ascent",)),
+    ("mmc", "mmc", "wine", 1e4, ("mmc-ascent",)),
 ])
 def test_scaled_data_has_no_false_alarm(problem, family, name, scale, solvers):
     # the ladder's interval here is either within TRUTH_RTOL (the refining rung) or wider but
