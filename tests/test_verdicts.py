@@ -81,6 +81,8 @@ def _scaled_rows(problem, family, name, scale, solvers):
     # the scale identity's max form solved on the normalized data
     ("mmc", "mmc", "iris", 1e-4, ("mmc-ascent",)),
     ("mmc", "mmc", "wine", 1e4, ("mmc-ascent",)),
+    # the diagonal min form's normalized twin (features over powers of 2)
+    ("mmc_diagonal", "mmc_diagonal", "iris", 1e-4, ("mmc-diagonal-ascent",)),
 ])
 def test_scaled_data_has_no_false_alarm(problem, family, name, scale, solvers):
     # the ladder's interval here is either within TRUTH_RTOL (the refining rung) or wider but
@@ -184,6 +186,21 @@ def test_boostmetric_kkt_fast_is_small_at_an_optimum_and_large_at_wrong_points(s
     for P in wrong:
         assert (model.value(P) - f) / abs(f) > 4e-3
         assert spec.kkt_fast(form, P) > KKT_FAST_BOOSTMETRIC
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_diagonal_mmc_twin_is_the_same_problem(scale):
+    from cvxmetric.formulations.mmc import build_mmc_diagonal
+
+    inst = get_instance("mmc_diagonal", "iris")
+    form = build_mmc_diagonal(inst.X * scale, inst.constraints)
+    norm = form.normalize()
+    a = np.random.default_rng(0).uniform(0.5, 2.0, form.model.d)
+    P = np.diag(a)
+    assert form.value_at(norm.point_back(P)) == pytest.approx(norm.value_scale * norm.formulation.value_at(P),
+                                                              rel=1e-12)
+    # the twin's features are of order one whatever the scale of X
+    assert 0.1 <= float(np.max(norm.formulation.model.QD)) <= 2.0   # (|u_i| / F_i)^2, F_i the nearest power of 2
 
 
 def _hierarchy_model(scale):

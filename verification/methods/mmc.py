@@ -101,7 +101,7 @@ def _max_form_value(inst, model) -> float | None:
     """
     key = (inst.name, inst.seed)
     if key not in _MAX_FORM:
-        X_twin, cons_twin, F, _, _ = twin_data(inst.X, inst.constraints, model)
+        X_twin, cons_twin, F, _, _ = twin_data(inst.X, inst.constraints)
         sol = build_mmc_max(X_twin, cons_twin).solve("CLARABEL")
         point = sol.point
         ok = point is not None and np.all(np.isfinite(point))
