@@ -74,6 +74,8 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ("fantope", "fantope", "syn-d8-e2", 1e4, ("fantope-bound-subgradient", "fantope-bound-pdhg")),
     # the optimum deep inside the ball sqrt(2F) (verification.kkt._vector_terms_scale)
     ("qwise", "qwise_vector", "hierarchy-diag-d8", 1e-4, ("qwise-vector-newton",)),
+    # the full model's optimum deep inside the ball (verification.kkt._hinge_ball_gradient)
+    ("qwise", "qwise", "syn-d20", 1e-4, ("qwise-pdhg",)),
     # the optimum X = 0, certified by the first rung (BoostMetricModel.normalized: c^2 = max(D, nu))
     ("boostmetric", "boostmetric", "wine-exp", 1e-4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
     # terms of 1e8 cancelling to nu = 0.01 (the KKT residuals over the terms' size, in their units)
