@@ -1,8 +1,10 @@
 """Row verdicts: "pass", "fail", or "undecided" when only the oracle's own checks failed.
 
-The oracle must not raise false alarms: MMC on small subsets of iris / wine / breast cancer and the
-Qwise / Fantope default instances with their data x 1e4 (and the vector model's with x 1e-4) pass; a ground truth starved of
-iterations makes a row "undecided", never "fail"; a wrong point still fails.
+The oracle must not raise false alarms: MMC on small subsets of iris / wine / breast cancer and
+default instances with their data x 1e-4 or x 1e4 pass (Qwise, Fantope, MMC and its diagonal form,
+BoostMetric's smooth losses); the KKT residuals are small at an optimum (also one at or near zero)
+and large at wrong points at every scale; a ground truth starved of iterations makes a row
+"undecided", never "fail"; a wrong point still fails.
 """
 import dataclasses
 import functools
