@@ -33,7 +33,8 @@ Certification hooks of the min form (:mod:`cvxmetric.formulations.ladder`):
   min form with :math:`u = \sqrt{2 g \lambda}` the concavity bound on :math:`p^*_{\max}` at M (minimised
   over the scale of M): dual feasible by construction, valid at any point, exact at the optimum.
   The duals of "dissimilar" (:math:`\nu`) would only give :math:`\nu - \nu^2 u^2/4 \le 1/u^2`.
-* ``normalize``: the twin on :math:`X F^{-1}` (F = the model's power-of-2 feature scales) with
+* ``normalize`` (min forms, full and diagonal): the twin on :math:`X F^{-1}` (F = the features'
+  power-of-2 scales, :func:`twin_data`) with
   similar weights times :math:`a` and dissimilar weights times :math:`b` (powers of 2 nearest to
   :math:`1/\sum w_S` and :math:`1/\sum w_D`); every scaling is a power of 2, so the twin is exactly
   the same problem: a twin point P maps back to :math:`M = b^2 F^{-1} P F^{-1}` and
@@ -60,12 +61,12 @@ from cvxmetric._checks import as_square_symmetric
 from cvxmetric.constraints import ConstraintSet
 from cvxmetric.linalg import svec_outer
 from cvxmetric.linalg import power_of_two
-from cvxmetric.mmc import DiagonalMMCModel, MMCModel, min_form_value
+from cvxmetric.mmc import DiagonalMMCModel, MMCModel, _pair_differences, min_form_value
 
 from .base import Formulation, Normalization, symmetric_parameter
 from .hinge import svec_expr, svec_weights
 
-__all__ = ["build_mmc", "build_mmc_max", "build_mmc_diagonal", "CLARABEL_TIGHT"]
+__all__ = ["build_mmc", "build_mmc_max", "build_mmc_diagonal", "twin_data", "CLARABEL_TIGHT"]
 
 #: Clarabel options of the MMC forms. The KKT stationarity residual goes through
 #: grad g = sum_D C_p / (2 sqrt(D_p)), which amplifies the solver's error: at the default 1e-7
@@ -114,7 +115,7 @@ def build_mmc(X, constraints: ConstraintSet) -> Formulation:
         return model.lower_bound(solution.point)
 
     def normalize() -> Normalization:
-        return _normalize(X, constraints, model)
+        return _normalize(X, constraints)
 
     return Formulation(method="mmc", problem=problem, variables={"M": M}, constraints=cons,
                        point_name="M", evaluate=evaluate, model=model, info={"form": "min"},
@@ -122,14 +123,32 @@ def build_mmc(X, constraints: ConstraintSet) -> Formulation:
                        dual_bound=dual_bound, normalize=normalize)
 
 
-def _normalize(X, constraints: ConstraintSet, model: MMCModel) -> Normalization:
-    """The exactly rescaled twin of the min form (module docstring, ``normalize``)."""
-    F = model.feature_scale
+def twin_data(X, constraints: ConstraintSet):
+    r"""The normalized twin's data (module docstring, ``normalize``), shared by every form.
+
+    Returns
+    -------
+    X_twin : ndarray
+        :math:`X F^{-1}`.
+    constraints_twin : ConstraintSet
+        Similar weights times :math:`a`, dissimilar weights times :math:`b`.
+    F : ndarray
+        The features' power-of-2 scales (:attr:`cvxmetric.mmc.MMCModel.feature_scale`): the
+        original point of a twin point P is :math:`b^2 F^{-1} P F^{-1}`.
+    a, b : float
+        Powers of 2 nearest to :math:`1/\sum w_S` and :math:`1/\sum w_D`.
+    """
+    X, US, wS, UD, wD = _pair_differences(X, constraints)
+    F = power_of_two(np.max(np.abs(np.vstack([US, UD])), axis=0))
     sim = constraints.is_similar
     w = np.asarray(constraints.weight, dtype=np.float64)
-    a = float(power_of_two(1.0 / np.sum(model.wS)))
-    b = float(power_of_two(1.0 / np.sum(model.wD)))
-    twin = build_mmc(np.asarray(X, dtype=np.float64) / F, constraints.with_weight(np.where(sim, a * w, b * w)))
+    a = float(power_of_two(1.0 / np.sum(wS)))
+    b = float(power_of_two(1.0 / np.sum(wD)))
+    return X / F, constraints.with_weight(np.where(sim, a * w, b * w)), F, a, b
+
+
+def _normalization(twin: Formulation, F, a: float, b: float) -> Normalization:
+    """The map back from a twin built on :func:`twin_data` (module docstring, ``normalize``)."""
     twin.normalize = None
 
     def point_back(P):
@@ -138,6 +157,12 @@ def _normalize(X, constraints: ConstraintSet, model: MMCModel) -> Normalization:
     return Normalization(formulation=twin, point_back=point_back, value_scale=b * b / a,
                          description=f"features / powers of 2 in [{F.min():.3g}, {F.max():.3g}], "
                                      f"similar weights x {a:.3g}, dissimilar weights x {b:.3g}")
+
+
+def _normalize(X, constraints: ConstraintSet) -> Normalization:
+    """The exactly rescaled twin of the min form (module docstring, ``normalize``)."""
+    X_twin, cons_twin, F, a, b = twin_data(X, constraints)
+    return _normalization(build_mmc(X_twin, cons_twin), F, a, b)
 
 
 def build_mmc_max(X, constraints: ConstraintSet) -> Formulation:
@@ -202,7 +227,11 @@ def build_mmc_diagonal(X, constraints: ConstraintSet) -> Formulation:
     def make_feasible(point) -> np.ndarray:
         return np.diag(model.make_feasible(np.diag(np.asarray(point, dtype=np.float64))))
 
+    def normalize() -> Normalization:
+        X_twin, cons_twin, F, a_w, b_w = twin_data(X, constraints)
+        return _normalization(build_mmc_diagonal(X_twin, cons_twin), F, a_w, b_w)
+
     return Formulation(method="mmc_diagonal", problem=problem, variables={"M": M, "a": a}, constraints=cons,
                        point_name="M", evaluate=evaluate, model=model, info={"form": "min", "diagonal": True},
                        solver_options={"CLARABEL": CLARABEL_TIGHT}, make_feasible=make_feasible,
-                       dual_bound=dual_bound)
+                       dual_bound=dual_bound, normalize=normalize)

@@ -74,7 +74,8 @@ def hinge_kkt_truth(form, sol) -> dict[str, float]:
       largest norm of the stationarity terms (below): the size of each term of
       :math:`\\langle R + qM + \\sum \\alpha_c A_c - Z, M\\rangle = 0`;
     * ``stationarity_M``: :math:`\\|R + qM + \\sum \\alpha_c A_c - Z\\|_F` over the largest of the
-      three terms' norms.
+      three terms' norms and, for :math:`q > 0`, the regularizer's gradient at the edge of the ball
+      that holds the optimum (:func:`_hinge_ball_gradient`).
     """
     model: HingeModel = form.model
     M = sol.point
@@ -92,7 +93,8 @@ def hinge_kkt_truth(form, sol) -> dict[str, float]:
     grad_reg = model.regularizer_grad(M)
     sumA = geom.weighted_sum(alpha)
     stat = grad_reg + sumA - Z
-    stat_scale = max(float(np.linalg.norm(grad_reg)), float(np.linalg.norm(sumA)), float(np.linalg.norm(Z)))
+    stat_scale = max(float(np.linalg.norm(grad_reg)), float(np.linalg.norm(sumA)), float(np.linalg.norm(Z)),
+                     _hinge_ball_gradient(model))
     return {
         # primal feasibility
         "primal_psd": relative_residual(max(0.0, -lam_M[0]), nM),
@@ -110,6 +112,26 @@ def hinge_kkt_truth(form, sol) -> dict[str, float]:
         "stationarity_M": relative_residual(float(np.linalg.norm(stat)), stat_scale),
         "stationarity_xi": relative_residual(float(np.max(np.abs(model.coef - alpha - beta))) if alpha.size else 0.0, cmax),
     }
+
+
+def _hinge_ball_gradient(model: HingeModel) -> float:
+    r"""The gradient :math:`q r` of the regularizer at the radius :math:`r` of the ball that holds the
+    optimum of a hinge model with :math:`q > 0` (0 for :math:`q = 0`).
+
+    The loss is nonnegative, so :math:`\tfrac q2 \|M^*\|_F^2 - \|R\|_F \|M^*\|_F \le f(M^*) \le f(0)`, i.e.
+    :math:`q\|M^*\|_F \le \|R\|_F + \sqrt{\|R\|_F^2 + 2 q f(0)}`. A stationarity residual :math:`S` relative to
+    this size is what it costs the objective across that ball (:math:`\|S\| r` against :math:`f(0)`), the
+    same reading as the vector model's radius (:func:`_radius`). Without it an optimum deep inside the
+    ball reads 0/0: Qwise syn-d20 with X x 1e-4 (normalized twin: :math:`q = 1.1 \times 10^{15}`,
+    :math:`M^* \approx 10^{-12} I`) balances terms of 84 (:math:`\sum\alpha_c A_c`) against Clarabel's
+    :math:`qM` and :math:`Z` of 8e3 and 1.4e4, certified within 1.2e-11: 0.42 of those terms, 2.6e-6 of
+    :math:`qr = 2.3 \times 10^9`. On the default instances :math:`qr` is of the terms' size (syn-d20: 35 and 22).
+    """
+    if not model.q:
+        return 0.0
+    nR = float(np.linalg.norm(model.R))
+    f0 = model.value(np.zeros((model.d, model.d)))
+    return nR + float(np.sqrt(nR * nR + 2.0 * model.q * max(f0, 0.0)))
 
 
 def hinge_kkt_fast(model: HingeModel, M: np.ndarray, *, tight_rtol: float = TIGHT_RTOL,
@@ -215,18 +237,39 @@ def _hinge_kkt_fast(model: HingeModel, M, tight_rtol: float, null_rtol: float) -
     return Residual(value, reason)
 
 
+def _radius(vm: VectorModel, w: np.ndarray) -> float:
+    r"""The radius :math:`R = \sqrt{2\min(F(0), F(\Pi_{\mathcal{C}}(\omega)))}` of a ball that holds the optimum.
+
+    The loss is nonnegative and :math:`0 \in \mathcal{C}`, so :math:`\tfrac12\|\omega^*\|^2 \le p^* \le F(0)`,
+    and likewise :math:`\le F(\omega)` at any feasible point: :math:`R` is the objective's own unit of
+    length (a step :math:`r` from the optimum costs at least :math:`\tfrac12\|r\|^2`, 1-strong convexity, i.e.
+    :math:`(r / R)^2` of the objective's size), and does not grow with a wrong point.
+    """
+    f = min(vm.value(np.zeros(vm.e)), vm.value(vm.project(w)))
+    return float(np.sqrt(2.0 * max(f, 0.0)))
+
+
 def _vector_terms_scale(vm: VectorModel, w: np.ndarray, alpha: np.ndarray, nu=None) -> float:
-    r"""Size of the terms the stationarity :math:`\omega - G^\top\alpha - \nu = 0` sums, *before* they cancel:
-    :math:`\max(\|\omega\|_\infty, \||G|^\top|\alpha|\|_\infty, \|\nu\|_\infty)` (a normwise backward error).
+    r"""The size a stationarity residual of :math:`\omega - G^\top\alpha - \nu = 0` is measured against: the
+    largest of its terms *before* they cancel, :math:`\|\omega\|_\infty`, :math:`\||G|^\top|\alpha|\|_\infty`,
+    :math:`\|\nu\|_\infty` (a normwise backward error), and the radius :func:`_radius` of a ball that holds
+    the optimum.
 
     On stiff data the terms cancel by many orders (features x1e4: summands :math:`g_c\alpha_c` of 1e8
     balance an :math:`\omega` of 1e-8), so dividing by the size of the *sums* reads round-off of the
     multipliers as a residual of order 1; dividing by ``max(1, ...)`` makes the residual absolute.
-    This denominator is scale-free (every term scales alike under the model's exact rescaling
-    :meth:`~cvxmetric.vector_model.VectorModel.scaled`).
+    Without the radius, an optimum far inside that ball reads 0/0: hierarchy-diag-d8 with X x 1e-4 has
+    every loss term in its linear zone, :math:`\omega^* = G^\top c` with
+    :math:`\|\omega^*\|_\infty = 8.6 \times 10^{-6}` and :math:`F = 600`; the point :math:`\omega = 0`,
+    certified within 4e-13 of :math:`p^*`, has the residual :math:`8.6 \times 10^{-6}`: 0.67 of the
+    terms (:math:`1.3 \times 10^{-5}`), :math:`2.5 \times 10^{-7}` of :math:`R = 34.6`.
+
+    Scale-free: every term and :math:`R` scale alike under the model's exact rescaling
+    :meth:`~cvxmetric.vector_model.VectorModel.scaled` (:math:`F(\alpha u) = \alpha^2 F_\alpha(u)`).
     """
     terms = [float(np.max(np.abs(w), initial=0.0)),
-             float(np.max(np.abs(vm.G).T @ np.abs(alpha), initial=0.0))]
+             float(np.max(np.abs(vm.G).T @ np.abs(alpha), initial=0.0)),
+             _radius(vm, w)]
     if nu is not None:
         terms.append(float(np.max(np.abs(nu), initial=0.0)))
     return max(terms)
@@ -235,13 +278,27 @@ def _vector_terms_scale(vm: VectorModel, w: np.ndarray, alpha: np.ndarray, nu=No
 def vector_kkt(vm: VectorModel, w: np.ndarray) -> float:
     r"""Relative projected-gradient residual of the smooth model at a fast point.
 
-    :math:`\|\omega - \Pi(\omega - \nabla F)\|_\infty`, :math:`\nabla F = \omega - G^\top\alpha(\omega)`,
-    :math:`\alpha = c \circ \ell_h'(s)`, divided by :func:`_vector_terms_scale`.
+    :math:`r = \omega - \Pi(\omega - \nabla F)`, :math:`\nabla F = \omega - G^\top\alpha(\omega)`,
+    :math:`\alpha = c \circ \ell_h'(s)`. Each entry is one of two things, measured in its own unit:
+
+    * where the projection is inactive, :math:`r_i = \nabla_i F`, a sum of terms that cancel: over
+      :func:`_vector_terms_scale` (the terms and the radius :math:`R` of :func:`_radius`);
+    * where it clips (diagonal model, :math:`\omega_i \le \nabla_i F`), :math:`r_i = \omega_i`, the distance to
+      the bound :math:`\omega_i = 0`, a length: over :math:`R`. The gradient's terms are no unit for it
+      (a point with :math:`\omega_i = 1.1` where the optimum has 0, on hierarchy-diag-d8 with its
+      constraints reversed and X x 1e4, has terms of 1e11 and would read 1e-11).
+
+    Returns the larger of the two (0/0 = 0), so it is small at an optimum, also one deep inside the
+    ball or on the boundary :math:`w = 0`, and large at a point off the optimum by a fraction of
+    :math:`R` that the objective feels.
     """
     w = np.asarray(w, dtype=np.float64)
     g = vm.gradient(w)
-    z = np.maximum(w - g, 0.0) if vm.nonneg else w - g
-    return relative_residual(float(np.max(np.abs(w - z), initial=0.0)), _vector_terms_scale(vm, w, vm.multipliers(w)))
+    clipped = (w - g < 0.0) if vm.nonneg else np.zeros(w.shape, dtype=bool)
+    r_free = float(np.max(np.abs(g[~clipped]), initial=0.0))
+    r_bound = float(np.max(np.abs(w[clipped]), initial=0.0))
+    return max(relative_residual(r_free, _vector_terms_scale(vm, w, vm.multipliers(w))),
+               relative_residual(r_bound, _radius(vm, w)))
 
 
 def vector_kkt_truth(form, sol) -> dict[str, float]:
