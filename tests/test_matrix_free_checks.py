@@ -171,3 +171,24 @@ def test_the_span_of_the_trace_regularizer_needs_no_eigendecomposition(monkeypat
     assert span.U is None and span.R_scale == 1.0
     np.testing.assert_array_equal(span.chol_inv, chol_inv)
     assert span.trace_sources == ((0.0, float(lam[0]) - EIG_ROUNDOFF * float(np.abs(lam).max())),)
+
+
+def test_the_cold_start_on_the_gram_path_takes_fewer_power_iterations(monkeypatch):
+    """With the adaptive step the first step size is an estimate the rule corrects: on the Gram path
+    (large d) ``POWER_ITERATIONS_GRAM`` steps of the normal operator, on the dense path
+    ``POWER_ITERATIONS``; without the adaptive step always ``POWER_ITERATIONS_CONSTANT_STEP``."""
+    import cvxmetric.solvers.pdhg as mod
+
+    model = _model(40, 30, 2000, 6)     # few points, many constraints: the Gram path pays
+    calls = []
+    monkeypatch.setattr(mod, "estimate_norm_from_normal",
+                        lambda normal, m, n_iter, seed: calls.append(("gram", n_iter)) or 1.0)
+    monkeypatch.setattr(mod, "estimate_operator_norm",
+                        lambda apply, adjoint, d, n_iter, seed: calls.append(("dense", n_iter)) or 1.0)
+    monkeypatch.setattr(mod, "normal_costs", lambda *args: {"dense": 1.0, "gram": 0.5})
+    start_state(model)
+    start_state(model, adaptive_step=False)
+    monkeypatch.setattr(mod, "normal_costs", lambda *args: {"dense": 0.5, "gram": 1.0})
+    start_state(model)
+    assert calls == [("gram", mod.POWER_ITERATIONS_GRAM), ("gram", mod.POWER_ITERATIONS_CONSTANT_STEP),
+                     ("dense", mod.POWER_ITERATIONS)]
