@@ -259,6 +259,14 @@ CHECK_RITZ_STEPS = 3
 PROOF_RITZ_STEPS = 20
 PROOF_RESIDUAL_RTOL = 1e-6
 PROOF_BLOCK = 4
+#: A matrix-free check proves its bound (one K'* y of order n d^2 and a Cholesky factorization of
+#: order d: ~15 s at d = 5000, against ~0.3 s per low-rank step) when the estimated bound would
+#: certify the run's ``tol`` (the proven gap is never below the estimated one, so a check whose
+#: estimate is above tol cannot certify), or else while the modelled cost of the proofs stays within
+#: this multiple of the modelled cost of the iterations so far (a run cut short by its time limit
+#: still has a bound). At d = 1000 a proof costs about one check interval's worth of steps: every
+#: check proves.
+PROOF_BUDGET = 0.5
 #: Columns of the tracked negative eigenspace: at most this many (early iterates have many negative
 #: directions; the scores then read the most negative ones only).
 CHECK_BLOCK_MAX = 64
@@ -650,6 +658,8 @@ class PDHGState:
         # the matrix-free checks: their tracked negative eigenspace of the dual matrix and its size
         self.matrix_free = self._matrix_free_checks(checks)
         self._neg_basis, self._n_neg = None, 0
+        self.proofs, self.proof_cost = 0, 0.0   # matrix-free proofs and their modelled seconds
+        self.target_tol = DEFAULT_TOL            # the certified gap the run is held to (set by pdhg)
         self.R = np.asarray(model.R, dtype=np.float64)
         self.coef = np.asarray(model.coef, dtype=np.float64)
         self.delta = np.asarray(model.constraints.delta, dtype=np.float64)
@@ -737,6 +747,8 @@ class PDHGState:
         new.n_polishes, new.polish_free_factor = self.n_polishes, self.polish_free_factor
         new._polish_rank = self._polish_rank
         new.repair_time, new.start_time = self.repair_time, self.start_time
+        new.proofs, new.proof_cost, new.target_tol = self.proofs, self.proof_cost, self.target_tol
+        new._neg_basis, new._n_neg = self._neg_basis, self._n_neg
         new.op.n_updates, new.op.updated_rows = self.op.n_updates, self.op.updated_rows
         new.history, new.trace = list(self.history), list(self.trace)   # the old state's records stay its own
         new.rank = self.rank        # the eigensolver's rank hint
@@ -998,6 +1010,16 @@ class PDHGState:
         theta = float(x @ Sx)
         return theta, float(np.linalg.norm(Sx - theta * x))
 
+    def _step_cost(self) -> float:
+        """Modelled seconds of one step at the current rank: the cheaper projection path
+        (:func:`cvxmetric.hinge.projection_costs`, as ``projection="auto"`` chooses)."""
+        geom = self.model.geometry
+        r = self.rank if self.rank is not None else 0
+        halves = geom.u_rows.size + geom.v_rows.size
+        costs = projection_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, r, self._block_size(r),
+                                 geom.product_cost("Kt"), geom.product_cost("K", r=max(r, 1)))
+        return min(costs.values())
+
     def _certify_matrix_free(self, points) -> Optional[float]:
         r"""The bound of one scored point, proven (matrix-free checks): the point whose estimated
         bound :math:`\delta^\top y + T \min(0, \theta)` (trace bound T, :math:`\theta` its smallest
@@ -1005,8 +1027,10 @@ class PDHGState:
         (a Ritz value is never below :math:`\lambda_{\min}`, so the proven bound cannot exceed the
         estimate). Its :math:`K'^* y'` is formed once (d x d), and
         :meth:`~cvxmetric.models.HingeModel.certify` proves :math:`\lambda_{\min}` by one
-        Cholesky factorization at the safe shift chosen from :meth:`_proof_estimate`. Keeps the
-        best bound; returns this check's (None where nothing was proven)."""
+        Cholesky factorization at the safe shift chosen from :meth:`_proof_estimate`; only where
+        that estimate would certify ``target_tol`` or the proofs' modelled cost is within
+        ``PROOF_BUDGET``. Keeps the best bound; returns this check's (None where nothing was
+        proven)."""
         T = self.model.trace_bound(self.best_f)
         best = None
         for KTy_, y_, sc in points:
@@ -1022,6 +1046,13 @@ class PDHGState:
         est, KTy_, y_, sc = best
         if self.best_lb is not None and est <= self.best_lb:
             return None
+        geom = self.model.geometry
+        cost = geom.product_cost("Kt") + COST_CHOLESKY * geom.d ** 3
+        if relative_gap(self.best_f, est) > self.target_tol and \
+                self.proof_cost + cost > PROOF_BUDGET * self.n_iter * self._step_cost():
+            return None
+        self.proofs += 1
+        self.proof_cost += cost
         if KTy_ is None:
             KTy_ = self.op.adjoint(y_)
             if y_ is self.y:   # the current point's product: exact for the next dense step
@@ -1289,6 +1320,7 @@ class PDHGState:
                                  "start_seconds": self.start_time,
                                  "adjoint_updates": self.op.n_updates,
                                  "lowrank_steps": self.lowrank_steps,
+                                 "matrix_free_checks": self.matrix_free, "proofs": self.proofs,
                                  "adjoint_update_rows": self.op.updated_rows / max(self.op.n_updates, 1),
                                  "congruence_factors": (None if self.congruence is None
                                                         else self.congruence.D.copy()),
@@ -1396,7 +1428,9 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         (the wall-clock time of both), ``start_seconds`` (of the cold start: the start point's
         validation, the power iteration, the primal weight), ``adjoint_updates`` (steps whose
         :math:`K'^* y` was an update over the changed multipliers, ``INCREMENTAL_ADJOINT``) and
-        ``adjoint_update_rows`` (their mean number of rows), ``congruence_factors`` (the
+        ``adjoint_update_rows`` (their mean number of rows), ``matrix_free_checks`` (whether the
+        checks read the dual matrix through the data, ``checks``) and ``proofs`` (their proven
+        bounds), ``congruence_factors`` (the
         diagonal D of the equilibration, or None where it was not used), ``stop_reason``
         (= ``status``), and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
@@ -1494,6 +1528,7 @@ def _run(state: PDHGState, max_iter, residual_tol, tol, time_limit, check_every,
     ``check_start``: score and certify the start first (a given start that the stopping rule
     accepts is returned after 0 iterations)."""
     robust = state.model.has_certificate
+    state.target_tol = tol
     stop_reason, stopped_by = "max_iter", None
     stop_at = state.n_iter + max_iter
     if check_start:

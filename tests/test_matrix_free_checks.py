@@ -192,3 +192,19 @@ def test_the_cold_start_on_the_gram_path_takes_fewer_power_iterations(monkeypatc
     start_state(model)
     assert calls == [("gram", mod.POWER_ITERATIONS_GRAM), ("gram", mod.POWER_ITERATIONS_CONSTANT_STEP),
                      ("dense", mod.POWER_ITERATIONS)]
+
+
+def test_without_a_proof_budget_the_checks_prove_only_near_tol(monkeypatch):
+    """With no budget a check proves its bound only where the estimate would certify ``tol``: fewer
+    proofs than checks, and the run still ends certified (a skipped proof could not have)."""
+    import cvxmetric.solvers.pdhg as mod
+
+    model = _model(30, 150, 1500, 5)
+    free = pdhg(model, checks="matrix_free")
+    monkeypatch.setattr(mod, "PROOF_BUDGET", 0.0)
+    lean = pdhg(model, checks="matrix_free")
+    assert free.info["proofs"] >= lean.info["proofs"] >= 1
+    assert lean.info["proofs"] < lean.info["checks"]
+    assert lean.converged and lean.certified_gap <= 1e-3
+    k = min(len(lean.history), len(free.history))   # the proofs never steer the iterates
+    np.testing.assert_array_equal(lean.history[:k], free.history[:k])
