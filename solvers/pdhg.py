@@ -50,9 +50,21 @@ as on the dense path; only the step is inexact (measured with ``python -m benchm
 d = 1000 with 10^4 quadruplets certifies 1e-3 after 176 iterations and stops at 8e-5 after 208,
 199 of them low-rank steps). The choice is made per step by the cost model
 (:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
-The checks still read the d x d dual matrix (scores, certificates). The cold start's power
-iteration runs on :math:`K K^*` through the Gram matrix of the points where that is cheaper
-(:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
+The cold start's power iteration runs on :math:`K K^*` through the Gram matrix of the points where
+that is cheaper (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`; ``POWER_ITERATIONS_GRAM``
+steps).
+
+**Matrix-free checks.** Where q = 0 and R = rI (the trace regularizer), and the cost model
+(:func:`check_costs`) prices them below the dense checks (``checks="auto"``; from d ~ 700 with 2,000
+points), a check never decomposes the d x d dual matrix :math:`S = rI + K'^* y'`. Both points are
+scored from Ritz values of S (``CHECK_RITZ_STEPS`` block Rayleigh-Ritz steps on :math:`-S` through
+the data, on the tracked negative eigenspace; :math:`\langle S, M\rangle = \langle R, M\rangle +
+y'^\top K' M` exactly), and one bound is proven: the point with the larger estimated bound forms its
+:math:`K'^* y'` once, LOBPCG refines its smallest Ritz pair, and a Cholesky factorization at a safe
+shift below it proves :math:`\lambda_{\min}(S)` (:func:`cvxmetric.linalg.lambda_min_lower_bound`: a
+poor estimate gives a weaker bound, never an invalid one), where the estimate would certify ``tol``
+or within ``PROOF_BUDGET``. The targeted repair and the polish (both read d x d spectra) do not
+run there: the proven bound is within the shift of :math:`\delta^\top y` (:meth:`PDHGState._certify_matrix_free`).
 
 The state of the method is a :class:`PDHGState` (step, check, restart, result). The practical
 ingredients of PDLP (Applegate et al., 2021) and its KKT-restart variant (cuPDLP, Lu & Yang, 2023):
