@@ -167,7 +167,7 @@ from cvxmetric.models import HingeCongruence, HingeModel
 from .result import SolverResult, make_result
 
 __all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS",
-           "CHECKS", "check_costs",
+           "CHECKS", "check_costs", "matrix_free_checks",
            "equilibration", "DEFAULT_TOL", "RESIDUAL_TOL_FRACTION", "CHECK_EVERY", "POWER_ITERATIONS",
            "POWER_ITERATIONS_CONSTANT_STEP", "POWER_ITERATIONS_GRAM",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
@@ -195,7 +195,8 @@ POWER_ITERATIONS = 15
 #: is a lower one): measured on syn-d5 (400 quadruplets), 8 / 15 / 30 steps read 0.973 / 0.998 /
 #: 1.000 of ||K||_2 (0.99 / estimate is above 1/||K||_2 after 8).
 POWER_ITERATIONS_CONSTANT_STEP = 50
-#: ... and with the adaptive rule on the Gram path (:func:`_operator_norm`: large d, where a step of
+#: ... and with the adaptive rule on the Gram path (:func:`_operator_norm`) of a model whose checks
+#: are matrix-free (:func:`matrix_free_checks`: the trace regularizer at large d, where a step of
 #: the normal operator over the multipliers costs 0.2 s at d = 1000 and seconds at d = 5000): an
 #: estimate further below ||K||_2 gives a larger first step, which the adaptive rule corrects.
 #: Measured with ``python -m benchmarks.scale --sizes d1000-m1e4`` (one run each): 15 / 5 / 3 power
@@ -378,6 +379,30 @@ def check_costs(n_points: int, n_pairs: int, d: int, k: int, kt_dense: float) ->
     ritz = (2 * CHECK_RITZ_STEPS + PROOF_RITZ_STEPS) * 2 * k * per_col
     return {"dense": 2.0 * kt_dense + 3.0 * COST_EIGVALSH * d ** 3,
             "matrix_free": kt_dense + COST_CHOLESKY * d ** 3 + ritz}
+
+
+def matrix_free_checks(model: HingeModel, checks: str = "auto") -> bool:
+    """Whether PDHG's checks on ``model`` read the dual matrix through the data
+    (:meth:`PDHGState._score_matrix_free`, :meth:`PDHGState._certify_matrix_free`): forced by
+    ``checks``, or where the cost model (:func:`check_costs`) prices them below the dense checks.
+    They apply where every rule of the certificate reads the smallest eigenvalue of the dual matrix
+    alone: q = 0 and R a positive multiple of the identity (the trace regularizer; the certificate
+    then works on the whole space); ``checks="matrix_free"`` elsewhere is a ValueError."""
+    if not isinstance(checks, str) or checks not in CHECKS:
+        raise ValueError(f"checks must be one of {CHECKS}; got {checks!r}")
+    R = np.asarray(model.R, dtype=np.float64)
+    applies = (model.q == 0 and R[0, 0] > 0 and np.array_equal(R, R[0, 0] * np.eye(model.d))
+               and model._span().U is None and model._span().R_scale is not None)
+    if checks == "matrix_free" and not applies:
+        raise ValueError("checks='matrix_free' needs q = 0 and R a positive multiple of the identity "
+                         "(the trace regularizer); use checks='dense' or 'auto'")
+    if checks != "auto" or not applies:
+        return checks == "matrix_free"
+    geom = model.geometry
+    halves = geom.u_rows.size + geom.v_rows.size
+    k = LOWRANK_EXTRA_MIN + max(LOWRANK_EXTRA_MIN, math.ceil(LOWRANK_EXTRA_FRACTION * LOWRANK_EXTRA_MIN))
+    costs = check_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, min(geom.d, k), geom.product_cost("Kt"))
+    return costs["matrix_free"] < costs["dense"]
 
 
 class _ScaledOperator:
@@ -668,7 +693,7 @@ class PDHGState:
         self.op = _ScaledOperator(model) if operator is None else operator
         self.q = float(model.q)
         # the matrix-free checks: their tracked negative eigenspace of the dual matrix and its size
-        self.matrix_free = self._matrix_free_checks(checks)
+        self.matrix_free = matrix_free_checks(model, checks)
         self._neg_basis, self._n_neg = None, 0
         self.proofs, self.proof_cost = 0, 0.0   # matrix-free proofs and their modelled seconds
         self.target_tol = DEFAULT_TOL            # the certified gap the run is held to (set by pdhg)
@@ -892,29 +917,6 @@ class PDHGState:
         return M_new, lam[::-1].copy(), V[:, ::-1]
 
     # ------------------------------------------------------------------ matrix-free checks
-    def _matrix_free_checks(self, checks: str) -> bool:
-        """Whether the checks read the dual matrix through the data (:meth:`_score_matrix_free`,
-        :meth:`_certify_matrix_free`): forced by ``checks``, or where the cost model
-        (:func:`check_costs`) prices them below the dense checks. They apply where every rule of
-        the certificate reads the smallest eigenvalue of the dual matrix alone: q = 0 and R a
-        positive multiple of the identity (the trace regularizer; the certificate then works on the
-        whole space)."""
-        model = self.model
-        applies = (self.q == 0 and self._R_scalar is not None and self._R_scalar > 0
-                   and model._span().U is None and model._span().R_scale is not None)
-        if checks == "matrix_free" and not applies:
-            raise ValueError("checks='matrix_free' needs q = 0 and R a positive multiple of the identity "
-                             "(the trace regularizer); use checks='dense' or 'auto'")
-        if checks != "auto":
-            return checks == "matrix_free"
-        if not applies:
-            return False
-        geom = model.geometry
-        halves = geom.u_rows.size + geom.v_rows.size
-        costs = check_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, self._block_size(LOWRANK_EXTRA_MIN),
-                            geom.product_cost("Kt"))
-        return costs["matrix_free"] < costs["dense"]
-
     def _dual_operator(self, y_: np.ndarray) -> Callable:
         r"""The map :math:`B \mapsto S B` of the dual matrix :math:`S = rI + K'^* y'` (q = 0, R = rI)
         for (d, k) blocks, through the data (:meth:`cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`)."""
@@ -1516,8 +1518,8 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     op = _ScaledOperator(model)
     if step_size is None or not adaptive_step:
         n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
-        norm_K = _operator_norm(op, model, n_iter, seed,
-                                gram_iter=POWER_ITERATIONS_GRAM if adaptive_step else n_iter) or 1.0
+        short = adaptive_step and matrix_free_checks(model, checks)
+        norm_K = _operator_norm(op, model, n_iter, seed, gram_iter=POWER_ITERATIONS_GRAM if short else n_iter) or 1.0
         eta = 0.99 / norm_K
     else:
         eta = check_positive(step_size, "step_size")

@@ -173,25 +173,28 @@ def test_the_span_of_the_trace_regularizer_needs_no_eigendecomposition(monkeypat
     assert span.trace_sources == ((0.0, float(lam[0]) - EIG_ROUNDOFF * float(np.abs(lam).max())),)
 
 
-def test_the_cold_start_on_the_gram_path_takes_fewer_power_iterations(monkeypatch):
+def test_the_cold_start_of_matrix_free_checks_takes_fewer_power_iterations(monkeypatch):
     """With the adaptive step the first step size is an estimate the rule corrects: on the Gram path
-    (large d) ``POWER_ITERATIONS_GRAM`` steps of the normal operator, on the dense path
-    ``POWER_ITERATIONS``; without the adaptive step always ``POWER_ITERATIONS_CONSTANT_STEP``."""
+    of a model with matrix-free checks (large d) ``POWER_ITERATIONS_GRAM`` steps of the normal
+    operator; elsewhere (the dense path, dense checks) ``POWER_ITERATIONS``, and without the
+    adaptive step ``POWER_ITERATIONS_CONSTANT_STEP``."""
     import cvxmetric.solvers.pdhg as mod
 
-    model = _model(40, 30, 2000, 6)     # few points, many constraints: the Gram path pays
+    model = _model(40, 30, 2000, 6)
     calls = []
     monkeypatch.setattr(mod, "estimate_norm_from_normal",
                         lambda normal, m, n_iter, seed: calls.append(("gram", n_iter)) or 1.0)
     monkeypatch.setattr(mod, "estimate_operator_norm",
                         lambda apply, adjoint, d, n_iter, seed: calls.append(("dense", n_iter)) or 1.0)
     monkeypatch.setattr(mod, "normal_costs", lambda *args: {"dense": 1.0, "gram": 0.5})
-    start_state(model)
-    start_state(model, adaptive_step=False)
+    start_state(model, checks="matrix_free")
+    start_state(model, checks="dense")
+    start_state(model, checks="matrix_free", adaptive_step=False)
     monkeypatch.setattr(mod, "normal_costs", lambda *args: {"dense": 0.5, "gram": 1.0})
-    start_state(model)
-    assert calls == [("gram", mod.POWER_ITERATIONS_GRAM), ("gram", mod.POWER_ITERATIONS_CONSTANT_STEP),
-                     ("dense", mod.POWER_ITERATIONS)]
+    start_state(model, checks="matrix_free")
+    assert calls == [("gram", mod.POWER_ITERATIONS_GRAM), ("gram", mod.POWER_ITERATIONS),
+                     ("gram", mod.POWER_ITERATIONS_CONSTANT_STEP), ("dense", mod.POWER_ITERATIONS)]
+    assert mod.matrix_free_checks(model, "matrix_free") and not mod.matrix_free_checks(model)
 
 
 def test_without_a_proof_budget_the_checks_prove_only_near_tol(monkeypatch):
@@ -200,11 +203,12 @@ def test_without_a_proof_budget_the_checks_prove_only_near_tol(monkeypatch):
     import cvxmetric.solvers.pdhg as mod
 
     model = _model(30, 150, 1500, 5)
-    free = pdhg(model, checks="matrix_free")
+    free = pdhg(model, checks="matrix_free", projection="lowrank")
     monkeypatch.setattr(mod, "PROOF_BUDGET", 0.0)
-    lean = pdhg(model, checks="matrix_free")
+    lean = pdhg(model, checks="matrix_free", projection="lowrank")
     assert free.info["proofs"] >= lean.info["proofs"] >= 1
     assert lean.info["proofs"] < lean.info["checks"]
     assert lean.converged and lean.certified_gap <= 1e-3
-    k = min(len(lean.history), len(free.history))   # the proofs never steer the iterates
+    # the proofs never steer the iterates (the low-rank steps never read a K* y a proof formed)
+    k = min(len(lean.history), len(free.history))
     np.testing.assert_array_equal(lean.history[:k], free.history[:k])
