@@ -280,7 +280,8 @@ def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None,
     norm = float(np.linalg.norm(S))
     # round-off guard of the shift (``tiny``: a zero matrix still needs a positive shift to factor)
     guard = _cholesky_backward_error(d, norm) + 4.0 * np.finfo(np.float64).eps * norm + np.finfo(np.float64).tiny
-    absrow = np.sum(np.abs(S), axis=1) - np.abs(np.diag(S))
+    # row sums of |S| by blocks of rows (no second d x d array)
+    absrow = np.concatenate([np.sum(np.abs(S[i:i + 256]), axis=1) for i in range(0, d, 256)]) - np.abs(np.diag(S))
     gersh = float(np.min(np.diag(S) - absrow))
     shifts = []
     if estimate is not None:

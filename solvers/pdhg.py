@@ -271,7 +271,7 @@ CHECK_RITZ_STEPS = 3
 #: whatever the residual).
 PROOF_RITZ_STEPS = 20
 PROOF_RESIDUAL_RTOL = 1e-6
-PROOF_BLOCK = 4
+PROOF_BLOCK = 8
 #: A matrix-free check proves its bound (one K'* y of order n d^2 and a Cholesky factorization of
 #: order d: ~15 s at d = 5000, against ~0.3 s per low-rank step) when the estimated bound would
 #: certify the run's ``tol`` (the proven gap is never below the estimated one, so a check whose
@@ -706,7 +706,8 @@ class PDHGState:
         self.eta, self.omega = float(eta), float(omega)
         self.adaptive_step = adaptive_step
         self.M, self.y = M, y * self.s
-        self.R_sym = symmetrize(self.R)
+        # the dense scores' sym(R) (a d x d array, 200 MB at d = 5000: not kept for matrix-free checks)
+        self.R_sym = None if self.matrix_free else symmetrize(self.R)
         # the eigenvalues known from the last projection: its number of positive ones (the rank
         # hint of the next projection's eigensolver) and ||M||_2 of the current iterate
         self.rank = None
@@ -993,7 +994,8 @@ class PDHGState:
     def _proof_estimate(self, sc: _Score, KTy_: np.ndarray) -> tuple:
         r"""``(theta, ||S x - theta x||)`` of the smallest Ritz pair of the scored point's dual matrix
         S from LOBPCG (at most ``PROOF_RITZ_STEPS`` iterations, ``PROOF_BLOCK`` columns, started from the
-        score's smallest Ritz vectors): the estimate that chooses the safe shift of the proof.
+        score's smallest Ritz vectors; its vectors start the next check's scores): the estimate
+        that chooses the safe shift of the proof.
         ``KTy_``: the point's :math:`K'^* y'` (d x d), formed for the proof: its products cost
         :math:`d^2` per column against :math:`2 n d` through the data."""
         import warnings
@@ -1016,7 +1018,9 @@ class PDHGState:
                 warnings.simplefilter("ignore")
                 theta, X = lobpcg(op, X0, largest=False, maxiter=PROOF_RITZ_STEPS,
                                   tol=PROOF_RESIDUAL_RTOL * r)
-            x = X[:, int(np.argmin(theta))]
+            order = np.argsort(theta)
+            x = X[:, order[0]]
+            self._neg_basis = np.hstack([X[:, order], self._neg_basis])   # the next scores start there
         except (np.linalg.LinAlgError, ValueError):   # keep the score's Ritz vector
             pass
         x = x / np.linalg.norm(x)
