@@ -51,8 +51,7 @@ below: d = 1000 with 10^4 quadruplets certifies 1e-3 after 144 iterations and st
 after 192, all low-rank steps but the first few). The choice is made per step by the cost model
 (:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
 The cold start's power iteration runs on :math:`K K^*` through the Gram matrix of the points where
-that is cheaper (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`; ``POWER_ITERATIONS_GRAM``
-steps).
+that is cheaper (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
 
 **Matrix-free checks.** Where q = 0 and R = rI (the trace regularizer), and the cost model
 (:func:`check_costs`) prices them below the dense checks (``checks="auto"``; from d ~ 700 with 2,000
@@ -169,7 +168,7 @@ from .result import SolverResult, make_result
 __all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS",
            "CHECKS", "check_costs", "matrix_free_checks",
            "equilibration", "DEFAULT_TOL", "RESIDUAL_TOL_FRACTION", "CHECK_EVERY", "POWER_ITERATIONS",
-           "POWER_ITERATIONS_CONSTANT_STEP", "POWER_ITERATIONS_GRAM",
+           "POWER_ITERATIONS_CONSTANT_STEP",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
 
 #: ``tol``: the certified relative gap a result is held to (``converged``; the KKT residual where no
@@ -190,19 +189,16 @@ CHECK_EVERY = 16
 #: adaptive rule corrects). 15 estimate 0.96-0.98 of ||K||_2. Not adopted: 8 (0.94-0.95; the same
 #: iterations at the scale benchmark's sizes, but one more certificate polish on digits' LMNN, 0.47 s
 #: -> 0.85 s); Lanczos (256-272 iterations instead of 240 at d = 500 and 1000).
+#: Not adopted either: 3 steps on the Gram path at large d (a step of the normal operator over the
+#: multipliers costs 0.2 s of CPU at d = 1000, seconds at d = 5000). Measured with the matrix-free
+#: checks on the instances of ``benchmarks.scale`` (one run each): d = 1000, 15 / 5 / 3 steps estimate
+#: 2.38 / 2.22 / 2.10 and take 208 / 192 / 192 iterations; d = 2000, 15 / 3 steps take 240 / 384
+#: iterations (a certified 1e-3 after 192 / 320).
 POWER_ITERATIONS = 15
 #: ... and without the adaptive rule, where nothing corrects a step above 1/||K||_2 (the estimate
 #: is a lower one): measured on syn-d5 (400 quadruplets), 8 / 15 / 30 steps read 0.973 / 0.998 /
 #: 1.000 of ||K||_2 (0.99 / estimate is above 1/||K||_2 after 8).
 POWER_ITERATIONS_CONSTANT_STEP = 50
-#: ... and with the adaptive rule on the Gram path (:func:`_operator_norm`) of a model whose checks
-#: are matrix-free (:func:`matrix_free_checks`: the trace regularizer at large d, where a step of
-#: the normal operator over the multipliers costs 0.2 s at d = 1000 and seconds at d = 5000): an
-#: estimate further below ||K||_2 gives a larger first step, which the adaptive rule corrects.
-#: Measured with ``python -m benchmarks.scale --sizes d1000-m1e4`` (one run each): 15 / 5 / 3 power
-#: iterations estimate 2.38 / 2.22 / 2.10 and take 208 / 192 / 192 iterations (5 rejected steps with
-#: 5 and 3), a certified 1e-3 after 176 / 160 / 144; the cold start 2.8 -> 0.6 s of CPU.
-POWER_ITERATIONS_GRAM = 3
 #: Each step updates :math:`K'^* y` by the product over the multipliers that changed (their
 #: difference vectors), where the cost model prices that below a full product (late steps change
 #: few: most multipliers at a bound stay there); a check after such steps recomputes the current
@@ -491,25 +487,21 @@ def estimate_operator_norm(apply: Callable, adjoint: Callable, d: int, *, n_iter
     return float(np.linalg.norm(apply(X)))
 
 
-def _operator_norm(op: "_ScaledOperator", model: HingeModel, n_iter: int, seed,
-                   gram_iter: Optional[int] = None) -> float:
+def _operator_norm(op: "_ScaledOperator", model: HingeModel, n_iter: int, seed) -> float:
     r"""The power-iteration estimate of :math:`\|K'\|_2` on the cheaper side by the cost model
     (:func:`cvxmetric.hinge.normal_costs`): on :math:`K'^* K'` over d x d matrices
     (:func:`estimate_operator_norm`), or on :math:`K' K'^*` over multipliers through the Gram
     matrix of the points (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`; no d x d
     product at all). Both are lower estimates converging to :math:`\|K'\|_2` (the largest
-    eigenvalue of either product is :math:`\|K'\|_2^2`). ``n_iter`` steps on the first,
-    ``gram_iter`` (default ``n_iter``) on the second."""
+    eigenvalue of either product is :math:`\|K'\|_2^2`)."""
     geom = model.geometry
     halves = geom.u_rows.size + geom.v_rows.size
-    gram_iter = n_iter if gram_iter is None else gram_iter
-    sizes = (min(geom.X.shape[0], 2 * halves), halves, geom.d)
-    dense = normal_costs(*sizes, n_iter, geom.product_cost("K"), geom.product_cost("Kt"))["dense"]
-    gram = normal_costs(*sizes, gram_iter, geom.product_cost("K"), geom.product_cost("Kt"))["gram"]
-    if not gram < dense:
+    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
+                         geom.product_cost("Kt"))
+    if not costs["gram"] < costs["dense"]:
         return estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed)
     normal, s = geom.normal_operator(), op.s
-    return estimate_norm_from_normal(lambda y: normal(y / s) / s, model.m, n_iter=gram_iter, seed=seed)
+    return estimate_norm_from_normal(lambda y: normal(y / s) / s, model.m, n_iter=n_iter, seed=seed)
 
 
 def estimate_norm_from_normal(normal: Callable, m: int, *, n_iter: int = POWER_ITERATIONS, seed=0) -> float:
@@ -1522,8 +1514,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     op = _ScaledOperator(model)
     if step_size is None or not adaptive_step:
         n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
-        short = adaptive_step and matrix_free_checks(model, checks)
-        norm_K = _operator_norm(op, model, n_iter, seed, gram_iter=POWER_ITERATIONS_GRAM if short else n_iter) or 1.0
+        norm_K = _operator_norm(op, model, n_iter, seed) or 1.0
         eta = 0.99 / norm_K
     else:
         eta = check_positive(step_size, "step_size")

@@ -173,28 +173,14 @@ def test_the_span_of_the_trace_regularizer_needs_no_eigendecomposition(monkeypat
     assert span.trace_sources == ((0.0, float(lam[0]) - EIG_ROUNDOFF * float(np.abs(lam).max())),)
 
 
-def test_the_cold_start_of_matrix_free_checks_takes_fewer_power_iterations(monkeypatch):
-    """With the adaptive step the first step size is an estimate the rule corrects: on the Gram path
-    of a model with matrix-free checks (large d) ``POWER_ITERATIONS_GRAM`` steps of the normal
-    operator; elsewhere (the dense path, dense checks) ``POWER_ITERATIONS``, and without the
-    adaptive step ``POWER_ITERATIONS_CONSTANT_STEP``."""
+def test_matrix_free_checks_follow_the_model():
     import cvxmetric.solvers.pdhg as mod
 
     model = _model(40, 30, 2000, 6)
-    calls = []
-    monkeypatch.setattr(mod, "estimate_norm_from_normal",
-                        lambda normal, m, n_iter, seed: calls.append(("gram", n_iter)) or 1.0)
-    monkeypatch.setattr(mod, "estimate_operator_norm",
-                        lambda apply, adjoint, d, n_iter, seed: calls.append(("dense", n_iter)) or 1.0)
-    monkeypatch.setattr(mod, "normal_costs", lambda *args: {"dense": 1.0, "gram": 0.5})
-    start_state(model, checks="matrix_free")
-    start_state(model, checks="dense")
-    start_state(model, checks="matrix_free", adaptive_step=False)
-    monkeypatch.setattr(mod, "normal_costs", lambda *args: {"dense": 0.5, "gram": 1.0})
-    start_state(model, checks="matrix_free")
-    assert calls == [("gram", mod.POWER_ITERATIONS_GRAM), ("gram", mod.POWER_ITERATIONS),
-                     ("gram", mod.POWER_ITERATIONS_CONSTANT_STEP), ("dense", mod.POWER_ITERATIONS)]
     assert mod.matrix_free_checks(model, "matrix_free") and not mod.matrix_free_checks(model)
+    assert not mod.matrix_free_checks(model, "dense")
+    with pytest.raises(ValueError, match="checks must be one of"):
+        mod.matrix_free_checks(model, "MATRIX_FREE")
 
 
 def test_without_a_proof_budget_the_checks_prove_only_near_tol(monkeypatch):
