@@ -47,8 +47,8 @@ identity where it is one, :math:`K^* y` through the data and the sparse Laplacia
 values never exceed the eigenvalues (Cauchy interlacing) and :math:`M^+ = V_+ \mathrm{diag}(\lambda_+)
 V_+^\top` is PSD by construction, so every scored point is feasible; only the step is inexact
 (measured with ``python -m benchmarks.scale --sizes d1000-m1e4``, with the matrix-free checks
-below: d = 1000 with 10^4 quadruplets certifies 1e-3 after 144 iterations and stops at 5.6e-5
-after 192, all low-rank steps but the first few). The choice is made per step by the cost model
+below: d = 1000 with 10^4 quadruplets stops at a certified 6.4e-5 after 208 iterations, all
+low-rank steps but the first few). The choice is made per step by the cost model
 (:func:`cvxmetric.hinge.projection_costs`) at the current rank (``projection="auto"``), or forced.
 The cold start's power iteration runs on :math:`K K^*` through the Gram matrix of the points where
 that is cheaper (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
