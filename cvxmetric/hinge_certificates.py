@@ -257,6 +257,17 @@ class PolishPlan:
 
 
 
+def _dual_on_span(span: "_Span", KTy: np.ndarray) -> np.ndarray:
+    """``span.R_s + restrict(span.U, KTy)`` (the same numbers) in one new d x d array where U is None
+    (at d = 5000 each temporary is 200 MB)."""
+    if span.U is not None:
+        return span.R_s + restrict(span.U, KTy)
+    S = np.add(KTy, KTy.T)
+    S *= 0.5
+    S += span.R_s
+    return S
+
+
 def restrict(U: Optional[np.ndarray], S: np.ndarray) -> np.ndarray:
     """sym(S) in the coordinates of the data span: :math:`U^\top S U` (S itself when U is None)."""
     S = 0.5 * (S + S.T)
@@ -291,10 +302,20 @@ def compute_basis(model):
                 U = Q[:, :r]
     R_s = R if U is None else U.T @ R @ U
     chol_inv = None
-    lam = np.linalg.eigvalsh(R_s) if R_s.size else np.zeros(0)
+    lam = _eigenvalues(R_s)
     if lam.size and lam[0] > PD_RTOL * max(abs(lam[-1]), abs(lam[0])):
-        chol_inv = np.linalg.inv(np.linalg.cholesky(R_s))
+        # rI: its factor's inverse is I / sqrt(r) (two d^3 factorizations at d = 5000: ~15 s)
+        chol_inv = (np.eye(d) / math.sqrt(float(R[0, 0])) if scalar
+                    else np.linalg.inv(np.linalg.cholesky(R_s)))
     return U, R_s, chol_inv
+
+
+def _eigenvalues(B: np.ndarray) -> np.ndarray:
+    """``eigvalsh(B)``; for a multiple of the identity its diagonal, without a decomposition (the
+    same numbers: at d = 5000 one ``eigvalsh`` takes ~20 s)."""
+    if B.size and np.array_equal(B, B[0, 0] * np.eye(B.shape[0])):
+        return np.full(B.shape[0], float(B[0, 0]))
+    return np.linalg.eigvalsh(B) if B.size else np.zeros(0)
 
 
 def compute_span(model) -> _Span:
@@ -312,7 +333,7 @@ def compute_span(model) -> _Span:
         candidates.append(np.where(sim, model.coef, 0.0))
     for yp in candidates:
         B = R_s + restrict(U, model.geometry.weighted_sum(yp)) if np.any(yp) else R_s
-        lb = np.linalg.eigvalsh(B) if B.size else np.zeros(0)
+        lb = _eigenvalues(B)
         if lb.size:
             beta = float(lb[0]) - EIG_ROUNDOFF * float(np.max(np.abs(lb)))
             if beta > PD_RTOL * float(np.max(np.abs(lb))):
@@ -334,9 +355,12 @@ def trace_bound(model, upper: float) -> Optional[float]:
 
 
 def certify(model, y, upper: Optional[float] = None, *, Ky: Optional[np.ndarray] = None,
-            repair_steps: int = REPAIR_STEPS, dual_eigvals: Optional[np.ndarray] = None) -> tuple:
+            repair_steps: int = REPAIR_STEPS, dual_eigvals: Optional[np.ndarray] = None,
+            lambda_min_estimate: Optional[tuple] = None) -> tuple:
     """The computation of :meth:`HingeModel.certify <cvxmetric.models.HingeModel.certify>` (the rules
     of :meth:`~cvxmetric.models.HingeModel.dual_bound`, Notes)."""
+    if lambda_min_estimate is not None:
+        lambda_min_estimate = _checked_estimate(lambda_min_estimate)
     if dual_eigvals is not None:
         dual_eigvals = np.asarray(dual_eigvals, dtype=np.float64)
         if dual_eigvals.shape != (model.d,):
@@ -359,6 +383,8 @@ def certify(model, y, upper: Optional[float] = None, *, Ky: Optional[np.ndarray]
         return dy, y
     if span.U is None and dual_eigvals is not None:
         lam = dual_eigvals
+    elif span.R_scale is not None and lambda_min_estimate is not None:
+        lam = _SafeShift(_dual_on_span(span, KTy), lambda_min_estimate)
     elif _safe_shift_pays(span):
         lam = _SafeShift(span.R_s + restrict(span.U, KTy))
     else:
@@ -421,6 +447,15 @@ COST_CHOLESKY = 3.5e-11
 SAFE_SHIFT_ESTIMATE_STEPS = 40
 SAFE_SHIFT_BLOCK = 4
 SAFE_SHIFT_STEP_CALL = 8e-3
+#: The safe shifts tried below a caller's estimate (``lambda_min_estimate`` of :func:`certify`), as
+#: multiples of its residual norm, from one residual norm down. A failed attempt costs about a whole
+#: Cholesky factorization (the matrix is nearly PSD: the pivot fails late), seconds at d = 5000. The
+#: callers' Ritz pairs come from a few block steps on a dual matrix whose negative eigenvalues cluster
+#: near zero, where the Ritz value sits above lambda_min by more than a tenth of its residual:
+#: measured with ``python -m benchmarks.scale --sizes d1000-m1e4`` (12 proofs, the exact eigenvalues
+#: beside them), lambda_min was 1.0-4.5 times the Ritz value and within one residual norm below it at
+#: every check, where shifts of 0.01 and 0.1 residuals (``cvxmetric.linalg.SAFE_SHIFT_STEPS``) failed.
+ESTIMATE_SHIFT_STEPS = (1.0, 4.0, 64.0)
 
 
 def _safe_shift_pays(span: _Span) -> bool:
@@ -434,17 +469,36 @@ def _safe_shift_pays(span: _Span) -> bool:
 
 class _SafeShift:
     """The dual matrix on the span, whose smallest eigenvalue is bounded from below by a safe shift
-    (:func:`cvxmetric.linalg.lambda_min_lower_bound`) from a LOBPCG estimate (matrix-free: products
-    with S only, ``SAFE_SHIFT_BLOCK`` columns, seeded start); computed once, on first use."""
+    (:func:`cvxmetric.linalg.lambda_min_lower_bound`) from ``estimate`` (a Ritz pair's value and
+    residual norm, from the caller), or else from a LOBPCG estimate (matrix-free: products with S
+    only, ``SAFE_SHIFT_BLOCK`` columns, seeded start); computed once, on first use. The estimate
+    only chooses the shift: the bound is the Cholesky proof's, whatever the estimate's quality."""
 
-    def __init__(self, S: np.ndarray):
+    def __init__(self, S: np.ndarray, estimate: Optional[tuple] = None):
         self.S = S
+        self.estimate = estimate
         self._bound = None
 
     def bound(self) -> float:
         if self._bound is None:
-            self._bound = lambda_min_lower_bound(self.S, _lambda_min_estimate(self.S))
+            if self.estimate is not None:
+                self._bound = lambda_min_lower_bound(self.S, self.estimate, ESTIMATE_SHIFT_STEPS)
+            else:
+                self._bound = lambda_min_lower_bound(self.S, _lambda_min_estimate(self.S))
         return self._bound
+
+
+def _checked_estimate(estimate) -> tuple:
+    """``(theta, residual)`` as two finite floats (residual >= 0), or a ValueError naming the fix."""
+    try:
+        theta, res = (float(v) for v in estimate)
+    except (TypeError, ValueError):
+        raise ValueError("lambda_min_estimate must be a pair (theta, residual norm) of a Ritz pair of the dual "
+                         f"matrix; got {estimate!r}") from None
+    if not (math.isfinite(theta) and math.isfinite(res) and res >= 0.0):
+        raise ValueError("lambda_min_estimate must be finite with a non-negative residual norm; got "
+                         f"({theta}, {res})")
+    return theta, res
 
 
 def _lambda_min_estimate(S: np.ndarray) -> Optional[tuple]:

@@ -9,6 +9,7 @@ import math
 from typing import Optional
 
 import numpy as np
+import scipy.linalg
 
 from ._checks import check_bool, check_int_in_range
 from .tolerances import RANK_RTOL
@@ -238,7 +239,8 @@ def _cholesky_backward_error(d: int, norm: float) -> float:
 SAFE_SHIFT_STEPS = (0.01, 0.1, 1.0, 4.0, 64.0)
 
 
-def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None) -> float:
+def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None,
+                           steps: tuple = SAFE_SHIFT_STEPS) -> float:
     r"""A proven lower bound on the smallest eigenvalue of the symmetric ``S`` (a safe shift).
 
     Parameters
@@ -249,6 +251,9 @@ def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None) -> f
         An estimate :math:`\theta` of :math:`\lambda_{\min}` and its residual norm
         :math:`\|S x - \theta x\|` for a unit Ritz vector x (e.g. from LOBPCG, matrix-free). Default:
         Gershgorin's lower bound, which is itself proven.
+    steps : tuple of float
+        The multiples of the residual norm (plus round-off guard) tried below the estimate,
+        tightest first (default ``SAFE_SHIFT_STEPS``).
 
     Returns
     -------
@@ -275,21 +280,30 @@ def lambda_min_lower_bound(S: np.ndarray, estimate: Optional[tuple] = None) -> f
     norm = float(np.linalg.norm(S))
     # round-off guard of the shift (``tiny``: a zero matrix still needs a positive shift to factor)
     guard = _cholesky_backward_error(d, norm) + 4.0 * np.finfo(np.float64).eps * norm + np.finfo(np.float64).tiny
-    absrow = np.sum(np.abs(S), axis=1) - np.abs(np.diag(S))
+    # row sums of |S| by blocks of rows (no second d x d array)
+    absrow = np.concatenate([np.sum(np.abs(S[i:i + 256]), axis=1) for i in range(0, d, 256)]) - np.abs(np.diag(S))
     gersh = float(np.min(np.diag(S) - absrow))
     shifts = []
     if estimate is not None:
         theta, res = (float(v) for v in estimate)
         if math.isfinite(theta) and math.isfinite(res):
-            shifts = [theta - c * (abs(res) + guard) for c in SAFE_SHIFT_STEPS]
+            shifts = [theta - c * (abs(res) + guard) for c in steps]
     shifts = [t for t in shifts if t > gersh] + [gersh - guard]
+    diag = np.diagonal(S).copy()
     for sigma in shifts:
-        shifted = S - sigma * np.eye(d)
+        # S - sigma I in one d x d array (at d = 5000 each is 200 MB), factored in place
+        shifted = S.copy()
+        np.fill_diagonal(shifted, diag - sigma)
+        norm_shifted = float(np.linalg.norm(shifted))
         try:
-            np.linalg.cholesky(shifted)
+            # the lower triangle of the C-ordered array is the upper one of its Fortran-ordered
+            # transpose, which LAPACK factors in place (no copy)
+            scipy.linalg.cholesky(shifted.T, lower=False, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError:
             continue
-        return sigma - _cholesky_backward_error(d, float(np.linalg.norm(shifted)))
+        finally:
+            del shifted
+        return sigma - _cholesky_backward_error(d, norm_shifted)
     return -math.inf
 
 

@@ -283,7 +283,8 @@ class HingeModel:
         return self.certify(y, upper, Ky=Ky, repair_steps=repair_steps)[0]
 
     def certify(self, y, upper: Optional[float] = None, *, Ky: Optional[np.ndarray] = None,
-                repair_steps: int = REPAIR_STEPS, dual_eigvals: Optional[np.ndarray] = None) -> tuple:
+                repair_steps: int = REPAIR_STEPS, dual_eigvals: Optional[np.ndarray] = None,
+                lambda_min_estimate: Optional[tuple] = None) -> tuple:
         """:meth:`dual_bound` and the multipliers it was computed from: ``(bound or None, y_used)``.
 
         ``y_used`` is in :math:`[0, c]`: the clipped ``y`` (closed form, exact feasibility, trace
@@ -294,8 +295,17 @@ class HingeModel:
         replace the eigendecomposition of the bound where it works on the whole space (q > 0, or
         q = 0 with ``U = I``); ignored elsewhere. They are trusted (the bound is only as valid as
         they are); only their shape is checked.
+
+        ``lambda_min_estimate``, when the caller has one: ``(theta, ||S x - theta x||)`` of a unit
+        Ritz pair of the dual matrix S near its smallest eigenvalue (e.g. from products with S
+        through the data). Where every rule reads the smallest eigenvalue alone (R a positive
+        multiple of the identity on the span), the bound then reads the safe shift
+        (:func:`cvxmetric.linalg.lambda_min_lower_bound`: one Cholesky factorization proves it)
+        chosen from that estimate instead of an eigendecomposition; it is not trusted: a poor
+        estimate gives a weaker bound, never an invalid one. Ignored elsewhere.
         """
-        return _cert.certify(self, y, upper, Ky=Ky, repair_steps=repair_steps, dual_eigvals=dual_eigvals)
+        return _cert.certify(self, y, upper, Ky=Ky, repair_steps=repair_steps, dual_eigvals=dual_eigvals,
+                             lambda_min_estimate=lambda_min_estimate)
 
     # ------------------------------------------------------------------ complementarity polish
     def polish_plan(self, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional["PolishPlan"]:

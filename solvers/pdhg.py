@@ -45,16 +45,27 @@ matrix-free: M through its factor :math:`V \mathrm{diag}(\lambda) V^\top`, R as 
 identity where it is one, :math:`K^* y` through the data and the sparse Laplacian
 (:meth:`cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`, :math:`O(n d k + P k)`). The Ritz
 values never exceed the eigenvalues (Cauchy interlacing) and :math:`M^+ = V_+ \mathrm{diag}(\lambda_+)
-V_+^\top` is PSD by construction, so every scored point is feasible and every bound is computed
-as on the dense path; only the step is inexact (measured with ``python -m benchmarks.scale``:
-d = 1000 with 10^4 quadruplets certifies 1e-3 after 176 iterations and stops at 8e-5 after 208,
-199 of them low-rank steps). The choice is made per step by the cost model
+V_+^\top` is PSD by construction, so every scored point is feasible; only the step is inexact
+(measured with ``python -m benchmarks.scale --sizes d1000-m1e4``, with the matrix-free checks
+below: d = 1000 with 10^4 quadruplets stops at a certified 6.4e-5 after 208 iterations, all
+low-rank steps but the first few). The choice is made per step by the cost model
 (:func:`cvxmetric.hinge.projection_costs`) at the current rank, and only where the dense step's
 ``eigh`` is a sizeable share of it (``LOWRANK_MIN_EIGH_SHARE``: at d = 50 a few early low-rank
-steps lengthened the run by a fifth to a quarter) (``projection="auto"``), or forced. The checks
-still read the d x d dual matrix (scores, certificates). The cold start's power iteration runs
-on :math:`K K^*` through the Gram matrix of the points where that is cheaper
-(:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
+steps lengthened the run by a fifth to a quarter) (``projection="auto"``), or forced. The cold
+start's power iteration runs on :math:`K K^*` through the Gram matrix of the points where that is
+cheaper (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
+
+**Matrix-free checks.** Where q = 0 and R = rI (the trace regularizer), and the cost model
+(:func:`check_costs`) prices them below the dense checks (``checks="auto"``; from d ~ 700 with 2,000
+points), a check never decomposes the d x d dual matrix :math:`S = rI + K'^* y'`. Both points are
+scored from Ritz values of S (``CHECK_RITZ_STEPS`` block Rayleigh-Ritz steps on :math:`-S` through
+the data, on the tracked negative eigenspace; :math:`\langle S, M\rangle = \langle R, M\rangle +
+y'^\top K' M` exactly), and one bound is proven: the point with the larger estimated bound forms its
+:math:`K'^* y'` once, LOBPCG refines its smallest Ritz pair, and a Cholesky factorization at a safe
+shift below it proves :math:`\lambda_{\min}(S)` (:func:`cvxmetric.linalg.lambda_min_lower_bound`: a
+poor estimate gives a weaker bound, never an invalid one), where the estimate would certify ``tol``
+or within ``PROOF_BUDGET``. The targeted repair and the polish (both read d x d spectra) do not
+run there: the proven bound is within the shift of :math:`\delta^\top y` (:meth:`PDHGState._certify_matrix_free`).
 
 The state of the method is a :class:`PDHGState` (step, check, restart, result). The practical
 ingredients of PDLP (Applegate et al., 2021) and its KKT-restart variant (cuPDLP, Lu & Yang, 2023):
@@ -149,14 +160,16 @@ import numpy as np
 
 from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.hinge import COST_EIGH, GATHER_CHUNK, LOWRANK_MIN_EIGH_SHARE, normal_costs, projection_costs
-from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR, REPAIR_STEPS
+from cvxmetric.hinge import (COST_EIGH, COST_GEMM, COST_SPARSE, GATHER_CHUNK, LOWRANK_MIN_EIGH_SHARE, normal_costs,
+                             projection_costs)
+from cvxmetric.hinge_certificates import COST_CHOLESKY, COST_EIGVALSH, POLISH_FREE_FACTOR, REPAIR_STEPS
 from cvxmetric.linalg import project_psd, rayleigh_ritz_positive, symmetrize
 from cvxmetric.models import HingeCongruence, HingeModel
 
 from .result import SolverResult, make_result
 
 __all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS",
+           "CHECKS", "check_costs", "matrix_free_checks",
            "equilibration", "DEFAULT_TOL", "RESIDUAL_TOL_FRACTION", "CHECK_EVERY", "POWER_ITERATIONS",
            "POWER_ITERATIONS_CONSTANT_STEP",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
@@ -179,6 +192,11 @@ CHECK_EVERY = 16
 #: adaptive rule corrects). 15 estimate 0.96-0.98 of ||K||_2. Not adopted: 8 (0.94-0.95; the same
 #: iterations at the scale benchmark's sizes, but one more certificate polish on digits' LMNN, 0.47 s
 #: -> 0.85 s); Lanczos (256-272 iterations instead of 240 at d = 500 and 1000).
+#: Not adopted either: 3 steps on the Gram path at large d (a step of the normal operator over the
+#: multipliers costs 0.2 s of CPU at d = 1000, seconds at d = 5000). Measured with the matrix-free
+#: checks on the instances of ``benchmarks.scale`` (one run each): d = 1000, 15 / 5 / 3 steps estimate
+#: 2.38 / 2.22 / 2.10 and take 208 / 192 / 192 iterations; d = 2000, 15 / 3 steps take 240 / 384
+#: iterations (a certified 1e-3 after 192 / 320).
 POWER_ITERATIONS = 15
 #: ... and without the adaptive rule, where nothing corrects a step above 1/||K||_2 (the estimate
 #: is a lower one): measured on syn-d5 (400 quadruplets), 8 / 15 / 30 steps read 0.973 / 0.998 /
@@ -244,6 +262,34 @@ PROJECTIONS = ("auto", "dense", "lowrank")
 #: grow by k per step).
 LOWRANK_EXTRA_MIN = 8
 LOWRANK_EXTRA_FRACTION = 0.25
+#: The paths of a check (:func:`pdhg`'s ``checks``): by the cost model (:func:`check_costs`), or forced.
+CHECKS = ("auto", "dense", "matrix_free")
+#: Matrix-free checks: block Rayleigh-Ritz steps (:func:`cvxmetric.linalg.rayleigh_ritz_positive` on
+#: :math:`-S`) per scored point on the tracked negative eigenspace of the dual matrix S, applied
+#: through the data; warm-started from the previous check's Ritz vectors.
+CHECK_RITZ_STEPS = 3
+#: ... at most this many more on the point whose bound is proven, stopping once the smallest Ritz
+#: pair's residual norm is at most ``PROOF_RESIDUAL_RTOL`` times the linear term's scale r (the safe
+#: shift then loses at most about that, relative, on the trace bound; the Cholesky proof holds
+#: whatever the residual).
+PROOF_RITZ_STEPS = 20
+PROOF_RESIDUAL_RTOL = 1e-6
+PROOF_BLOCK = 8
+#: A matrix-free check proves its bound (one K'* y of order n d^2 and a Cholesky factorization of
+#: order d: ~15 s at d = 5000, against ~0.3 s per low-rank step) when the estimated bound would
+#: certify the run's ``tol`` (the proven gap is never below the estimated one, so a check whose
+#: estimate is above tol cannot certify), or else while the modelled cost of the proofs stays within
+#: this multiple of the modelled cost of the iterations so far (a run cut short by its time limit
+#: still has a bound). At d = 1000 a proof costs about one check interval's worth of steps: every
+#: check proves.
+PROOF_BUDGET = 0.5
+#: Columns of the tracked negative eigenspace: at most this many (early iterates have many negative
+#: directions; the scores then read the most negative ones only).
+CHECK_BLOCK_MAX = 64
+#: Gaussian columns of the sketch of :math:`\|K'^* y'\|_F` (the scale of the relative dual
+#: residual) on the matrix-free path: :math:`\|K'^* y' \Omega\|_F^2 / p` (seeded) is an unbiased
+#: estimate of its square.
+CHECK_SKETCH = 8
 #: The best objective is read, at every check, on the ray of each scored point: :math:`\min_\alpha
 #: f(\alpha M)` (q = 0, :meth:`cvxmetric.models.HingeModel.ray_minimum`, one sort of the m
 #: margins), a PSD point whose value is as much an upper bound as the point's own. The iterates are
@@ -306,6 +352,60 @@ def _ratio(num: float, den: float) -> float:
     if num == 0.0:
         return 0.0
     return num / den if den > 0 else math.inf
+
+
+def check_costs(n_points: int, n_pairs: int, d: int, k: int, kt_dense: float) -> dict:
+    r"""Modelled seconds of one check (the current point and the average) on each path.
+
+    Parameters
+    ----------
+    n_points, n_pairs : int
+        Points and distinct pairs of the pair table (products with :math:`K^* y` through the data).
+    d : int
+        Dimension.
+    k : int
+        Columns of the tracked negative eigenspace of the dual matrix.
+    kt_dense : float
+        Modelled seconds of one full :math:`K^* y` as a d x d matrix
+        (:meth:`cvxmetric.hinge.QuadrupletGeometry.product_cost`).
+
+    Returns
+    -------
+    dict
+        ``{"dense": s, "matrix_free": s}``. Dense: :math:`K^* y` of both points and three
+        ``eigvalsh`` of order d (both dual matrices, the average's :math:`\|M\|_2`). Matrix-free:
+        ``2 CHECK_RITZ_STEPS + PROOF_RITZ_STEPS`` block Rayleigh-Ritz steps of two products with k
+        columns through the data (:math:`2 n d` multiply-adds and the sparse Laplacian per column),
+        one :math:`K^* y` and one Cholesky factorization of order d (the proof of one bound).
+    """
+    per_col = 2 * n_points * d * COST_GEMM + (n_points + 2 * n_pairs) * COST_SPARSE
+    ritz = (2 * CHECK_RITZ_STEPS + PROOF_RITZ_STEPS) * 2 * k * per_col
+    return {"dense": 2.0 * kt_dense + 3.0 * COST_EIGVALSH * d ** 3,
+            "matrix_free": kt_dense + COST_CHOLESKY * d ** 3 + ritz}
+
+
+def matrix_free_checks(model: HingeModel, checks: str = "auto") -> bool:
+    """Whether PDHG's checks on ``model`` read the dual matrix through the data
+    (:meth:`PDHGState._score_matrix_free`, :meth:`PDHGState._certify_matrix_free`): forced by
+    ``checks``, or where the cost model (:func:`check_costs`) prices them below the dense checks.
+    They apply where every rule of the certificate reads the smallest eigenvalue of the dual matrix
+    alone: q = 0 and R a positive multiple of the identity (the trace regularizer; the certificate
+    then works on the whole space); ``checks="matrix_free"`` elsewhere is a ValueError."""
+    if not isinstance(checks, str) or checks not in CHECKS:
+        raise ValueError(f"checks must be one of {CHECKS}; got {checks!r}")
+    R = np.asarray(model.R, dtype=np.float64)
+    applies = (model.q == 0 and R[0, 0] > 0 and np.array_equal(R, R[0, 0] * np.eye(model.d))
+               and model._span().U is None and model._span().R_scale is not None)
+    if checks == "matrix_free" and not applies:
+        raise ValueError("checks='matrix_free' needs q = 0 and R a positive multiple of the identity "
+                         "(the trace regularizer); use checks='dense' or 'auto'")
+    if checks != "auto" or not applies:
+        return checks == "matrix_free"
+    geom = model.geometry
+    halves = geom.u_rows.size + geom.v_rows.size
+    k = LOWRANK_EXTRA_MIN + max(LOWRANK_EXTRA_MIN, math.ceil(LOWRANK_EXTRA_FRACTION * LOWRANK_EXTRA_MIN))
+    costs = check_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, min(geom.d, k), geom.product_cost("Kt"))
+    return costs["matrix_free"] < costs["dense"]
 
 
 class _ScaledOperator:
@@ -521,7 +621,7 @@ class _Score:
     """Optimality measures of one point (see the module docstring)."""
 
     __slots__ = ("f", "dual_res", "lag_gap", "err", "rel_err", "rel_dual", "rel_gap", "M", "y", "norm2", "n_neg",
-                 "lamS", "t")
+                 "lamS", "t", "ritz", "ritz_values", "dual_apply")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -585,12 +685,15 @@ class PDHGState:
     def __init__(self, model: HingeModel, M: np.ndarray, y: np.ndarray, *, eta: float, omega: float,
                  adaptive_step: bool = True, operator: Optional["_ScaledOperator"] = None,
                  t_start: Optional[float] = None, err_last: Optional[float] = None,
-                 congruence: Optional[HingeCongruence] = None, projection: str = "auto", seed=0):
+                 congruence: Optional[HingeCongruence] = None, projection: str = "auto", seed=0,
+                 checks: str = "auto"):
         if congruence is not None and congruence.model is not model:
             raise ValueError("congruence must be the HingeCongruence whose twin is model")
         if not isinstance(projection, str) or projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
-        self.projection = projection
+        if not isinstance(checks, str) or checks not in CHECKS:
+            raise ValueError(f"checks must be one of {CHECKS}; got {checks!r}")
+        self.projection, self.checks = projection, checks
         self._rng = as_rng(seed)
         # the low-rank projection: the tracked basis, the factor (V, lam) of the current M when it
         # is a projection's output (None after a restart to the average), the steps that took it
@@ -600,8 +703,13 @@ class PDHGState:
         self.model = model
         self.congruence = congruence
         self.op = _ScaledOperator(model) if operator is None else operator
-        self.R = np.asarray(model.R, dtype=np.float64)
         self.q = float(model.q)
+        # the matrix-free checks: their tracked negative eigenspace of the dual matrix and its size
+        self.matrix_free = matrix_free_checks(model, checks)
+        self._neg_basis, self._n_neg = None, 0
+        self.proofs, self.proof_cost = 0, 0.0   # matrix-free proofs and their modelled seconds
+        self.target_tol = DEFAULT_TOL            # the certified gap the run is held to (set by pdhg)
+        self.R = np.asarray(model.R, dtype=np.float64)
         self.coef = np.asarray(model.coef, dtype=np.float64)
         self.delta = np.asarray(model.constraints.delta, dtype=np.float64)
         self.s = self.op.s
@@ -610,13 +718,15 @@ class PDHGState:
         self.eta, self.omega = float(eta), float(omega)
         self.adaptive_step = adaptive_step
         self.M, self.y = M, y * self.s
-        self.R_sym = symmetrize(self.R)
+        # the dense scores' sym(R) (a d x d array, 200 MB at d = 5000: not kept for matrix-free checks)
+        self.R_sym = None if self.matrix_free else symmetrize(self.R)
         # the eigenvalues known from the last projection: its number of positive ones (the rank
         # hint of the next projection's eigensolver) and ||M||_2 of the current iterate
         self.rank = None
         self.norm2 = max(float(np.linalg.eigvalsh(self.M)[-1]), 0.0) if np.any(self.M) else 0.0
-        self.KM = self.op.apply(self.M)
-        self.KTy = self.op.adjoint(self.y)
+        # K' 0 = 0 and K'* 0 = 0 (exact zeros either way): at d = 5000 each product costs seconds
+        self.KM = self.op.apply(self.M) if np.any(self.M) else np.zeros(model.m)
+        self.KTy = self.op.adjoint(self.y) if np.any(self.y) else np.zeros((model.d, model.d))
         self._KTy_exact = True   # False after a step that updated it (adjoint_update)
         self._KTy_stale = False  # True after a low-rank step, which does not form K'* y at all
         self._work, self._work2 = np.empty_like(self.y), np.empty_like(self.y)   # scratch of a step
@@ -667,7 +777,7 @@ class PDHGState:
         rows = rows.astype(np.int64, copy=False)
         new = PDHGState(model, M, y, eta=self.eta, omega=self.omega, adaptive_step=self.adaptive_step,
                         t_start=self.t_start, err_last=self.err_last, projection=self.projection,
-                        seed=self._rng)
+                        seed=self._rng, checks=self.checks)
         new._basis, new.lowrank_steps = self._basis, self.lowrank_steps
         hit = rows >= 0
 
@@ -687,6 +797,8 @@ class PDHGState:
         new.n_polishes, new.polish_free_factor = self.n_polishes, self.polish_free_factor
         new._polish_rank = self._polish_rank
         new.repair_time, new.start_time = self.repair_time, self.start_time
+        new.proofs, new.proof_cost, new.target_tol = self.proofs, self.proof_cost, self.target_tol
+        new._neg_basis, new._n_neg = self._neg_basis, self._n_neg
         new.op.n_updates, new.op.updated_rows = self.op.n_updates, self.op.updated_rows
         new.history, new.trace = list(self.history), list(self.trace)   # the old state's records stay its own
         new.rank = self.rank        # the eigensolver's rank hint
@@ -819,6 +931,170 @@ class PDHGState:
         M_new = F @ F.T         # a symmetric rank-k product (syrk): symmetric to the last bit
         return M_new, lam[::-1].copy(), V[:, ::-1]
 
+    # ------------------------------------------------------------------ matrix-free checks
+    def _dual_operator(self, y_: np.ndarray) -> Callable:
+        r"""The map :math:`B \mapsto S B` of the dual matrix :math:`S = rI + K'^* y'` (q = 0, R = rI)
+        for (d, k) blocks, through the data (:meth:`cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`)."""
+        apply_Kt, r = self.model.geometry.adjoint_operator(y_ / self.s), self._R_scalar
+
+        def apply(B: np.ndarray) -> np.ndarray:
+            out = apply_Kt(B)
+            out += r * B
+            return out
+
+        return apply
+
+    def _ritz_steps(self, apply_S: Callable, basis: np.ndarray, steps: int) -> tuple:
+        """``steps`` block Rayleigh-Ritz steps on :math:`-S` from ``basis``: the negative Ritz values
+        of S (ascending) and the last step's Ritz vectors (ascending Ritz values of S)."""
+        k = basis.shape[1]
+        lam, ritz = np.zeros(0), basis
+        for _ in range(steps):
+            lam, _, ritz = rayleigh_ritz_positive(lambda B: -apply_S(B), ritz[:, :k])
+        return -lam, ritz
+
+    def _norm2_estimate(self, M_: np.ndarray) -> float:
+        r""":math:`\|M\|_2` of a PSD point from two block Rayleigh-Ritz steps on the current iterate's
+        range (a lower estimate: the largest Ritz value; the average of the iterates shares their
+        leading directions)."""
+        d = self.model.d
+        basis = self._factor[1] if self._factor is not None and self._factor[1].shape[1] else np.empty((d, 0))
+        k = self._block_size(basis.shape[1])
+        basis = np.hstack([basis[:, -k:], self._rng.standard_normal((d, max(k - basis.shape[1], 0)))])
+        lam = np.zeros(0)
+        for _ in range(2):
+            lam, _, ritz = rayleigh_ritz_positive(lambda B: M_ @ B, basis)
+            basis = ritz[:, :k]
+        return float(lam[0]) if lam.size else 0.0
+
+    def _score_matrix_free(self, M_, y_, KM_, norm2: Optional[float] = None) -> _Score:
+        r"""The measures of :meth:`score` with the dual matrix read through the data (q = 0, R = rI).
+
+        The objective and the Lagrangian gap are exact (:math:`\langle S, M\rangle = \langle R,
+        M\rangle + y'^\top K' M`); the negative spectrum of S (dual residual, restart error) is that
+        of ``CHECK_RITZ_STEPS`` block Rayleigh-Ritz steps on the tracked negative eigenspace (at most
+        ``CHECK_BLOCK_MAX`` directions), :math:`\|K'^* y'\|_F` a seeded Gaussian sketch
+        (``CHECK_SKETCH`` columns), and :math:`\|M\|_2` of the average a Ritz estimate. They steer the
+        restarts and the residual test; no bound reads them (:meth:`_certify_matrix_free` proves
+        its bound)."""
+        s, coef, delta = self.s, self.coef, self.delta
+        d = self.model.d
+        t = delta + KM_ * s
+        linear = float(np.vdot(self.R, M_))
+        f = float(linear + coef @ np.maximum(t, 0.0))
+        apply_S = self._dual_operator(y_)
+        k = min(d, CHECK_BLOCK_MAX, self._block_size(self._n_neg))
+        basis = self._neg_basis if self._neg_basis is not None else np.empty((d, 0))
+        if basis.shape[1] < k:
+            basis = np.hstack([basis, self._rng.standard_normal((d, k - basis.shape[1]))])
+        neg, ritz = self._ritz_steps(apply_S, basis[:, :k], CHECK_RITZ_STEPS)
+        self._neg_basis, self._n_neg = ritz, neg.size
+        dual_res = float(np.sqrt(neg @ neg))
+        yu = y_ / s
+        comp = float(coef @ np.maximum(t, 0.0) - yu @ t)
+        lag_gap = linear + float(y_ @ KM_) + comp
+        if norm2 is None:
+            norm2 = self._norm2_estimate(M_)
+        err = max(lag_gap + max(self.rho, norm2) * float(-neg.sum()), 0.0)
+        dual_val = float(delta @ yu)
+        size = max(abs(f), abs(dual_val))
+        Omega = self._rng.standard_normal((d, CHECK_SKETCH))
+        KTy_norm = float(np.linalg.norm(apply_S(Omega) - self._R_scalar * Omega)) / math.sqrt(CHECK_SKETCH)
+        rel_dual = _ratio(dual_res, max(float(np.linalg.norm(self.R)), KTy_norm))
+        return _Score(f=f, dual_res=dual_res, lag_gap=lag_gap, err=err, rel_err=_ratio(err, size),
+                      rel_dual=rel_dual, rel_gap=_ratio(abs(lag_gap), size), M=M_, y=y_, norm2=norm2,
+                      n_neg=int(neg.size), lamS=None, t=t, ritz=ritz, ritz_values=neg, dual_apply=apply_S)
+
+    def _proof_estimate(self, sc: _Score, KTy_: np.ndarray) -> tuple:
+        r"""``(theta, ||S x - theta x||)`` of the smallest Ritz pair of the scored point's dual matrix
+        S from LOBPCG (at most ``PROOF_RITZ_STEPS`` iterations, ``PROOF_BLOCK`` columns, started from the
+        score's smallest Ritz vectors; its vectors start the next check's scores): the estimate
+        that chooses the safe shift of the proof.
+        ``KTy_``: the point's :math:`K'^* y'` (d x d), formed for the proof: its products cost
+        :math:`d^2` per column against :math:`2 n d` through the data."""
+        import warnings
+
+        from scipy.sparse.linalg import LinearOperator, lobpcg
+
+        r, d = self._R_scalar, self.model.d
+
+        def apply_S(B):
+            B = B.reshape(d, -1)
+            out = KTy_ @ B
+            out += r * B
+            return out
+
+        X0 = sc.ritz[:, :min(PROOF_BLOCK, sc.ritz.shape[1])]
+        op = LinearOperator((d, d), matvec=apply_S, matmat=apply_S, dtype=np.float64)
+        x = X0[:, 0]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                theta, X = lobpcg(op, X0, largest=False, maxiter=PROOF_RITZ_STEPS,
+                                  tol=PROOF_RESIDUAL_RTOL * r)
+            order = np.argsort(theta)
+            x = X[:, order[0]]
+            self._neg_basis = np.hstack([X[:, order], self._neg_basis])   # the next scores start there
+        except (np.linalg.LinAlgError, ValueError):   # keep the score's Ritz vector
+            pass
+        x = x / np.linalg.norm(x)
+        Sx = apply_S(x[:, None])[:, 0]
+        theta = float(x @ Sx)
+        return theta, float(np.linalg.norm(Sx - theta * x))
+
+    def _step_cost(self) -> float:
+        """Modelled seconds of one step at the current rank: the cheaper projection path
+        (:func:`cvxmetric.hinge.projection_costs`, as ``projection="auto"`` chooses)."""
+        geom = self.model.geometry
+        r = self.rank if self.rank is not None else 0
+        halves = geom.u_rows.size + geom.v_rows.size
+        costs = projection_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, r, self._block_size(r),
+                                 geom.product_cost("Kt"), geom.product_cost("K", r=max(r, 1)))
+        return min(costs.values())
+
+    def _certify_matrix_free(self, points) -> Optional[float]:
+        r"""The bound of one scored point, proven (matrix-free checks): the point whose estimated
+        bound :math:`\delta^\top y + T \min(0, \theta)` (trace bound T, :math:`\theta` its smallest
+        negative Ritz value) is larger, and only where that estimate exceeds the best bound so far
+        (a Ritz value is never below :math:`\lambda_{\min}`, so the proven bound cannot exceed the
+        estimate). Its :math:`K'^* y'` is formed once (d x d), and
+        :meth:`~cvxmetric.models.HingeModel.certify` proves :math:`\lambda_{\min}` by one
+        Cholesky factorization at the safe shift chosen from :meth:`_proof_estimate`; only where
+        that estimate would certify ``target_tol`` or the proofs' modelled cost is within
+        ``PROOF_BUDGET``. Keeps the best bound; returns this check's (None where nothing was
+        proven)."""
+        T = self.model.trace_bound(self.best_f)
+        best = None
+        for KTy_, y_, sc in points:
+            dy = float(self.delta @ (y_ / self.s))
+            theta = float(sc.ritz_values[0]) if sc.ritz_values.size else 0.0
+            # the rules of the bound at theta (each increases with lambda_min, which is <= theta)
+            est = dy
+            if theta < 0.0:
+                est = max(dy + T * theta if T is not None else -math.inf,
+                          dy * self._R_scalar / (self._R_scalar - theta) if dy > 0 else 0.0)
+            if best is None or est > best[0]:
+                best = (est, KTy_, y_, sc)
+        est, KTy_, y_, sc = best
+        if self.best_lb is not None and est <= self.best_lb:
+            return None
+        geom = self.model.geometry
+        cost = geom.product_cost("Kt") + COST_CHOLESKY * geom.d ** 3
+        if relative_gap(self.best_f, est) > self.target_tol and \
+                self.proof_cost + cost > PROOF_BUDGET * self.n_iter * self._step_cost():
+            return None
+        self.proofs += 1
+        self.proof_cost += cost
+        if KTy_ is None:
+            KTy_ = self.op.adjoint(y_)
+            if y_ is self.y:   # the current point's product: exact for the next dense step
+                self.KTy, self._KTy_exact, self._KTy_stale = KTy_, True, False
+        b, yb = self.model.certify(y_ / self.s, upper=self.best_f, Ky=KTy_, repair_steps=0,
+                                   lambda_min_estimate=self._proof_estimate(sc, KTy_))
+        if b is not None and (self.best_lb is None or b > self.best_lb):
+            self.best_lb, self.cert_y = b, yb
+        return b
+
     # ------------------------------------------------------------------ scores and certificates
     def score(self, M_, y_, KM_, KTy_, norm2: Optional[float] = None) -> _Score:
         """Optimality measures of one point (module docstring), against the current restart radius.
@@ -826,7 +1102,10 @@ class PDHGState:
         ``norm2`` is :math:`\\|M\\|_2` when the caller knows it (the current iterate: from its
         projection). The dual matrix is formed as :meth:`HingeModel.certify` forms it (sym(R) +
         sym(K* y), plus q M), so that with q = 0 its eigenvalues ``lamS`` serve the certificate too.
+        With matrix-free checks, :meth:`_score_matrix_free` (``KTy_`` is not read).
         """
+        if self.matrix_free:
+            return self._score_matrix_free(M_, y_, KM_, norm2)
         s, coef, delta, q = self.s, self.coef, self.delta, self.q
         t = delta + KM_ * s
         sq = 0.5 * q * float(np.vdot(M_, M_)) if q else 0.0   # q = 0: no ||M||^2 (it may overflow)
@@ -852,8 +1131,10 @@ class PDHGState:
                       n_neg=int(np.count_nonzero(neg)), lamS=lamS, t=t)
 
     def _average(self) -> tuple:
+        """The step-weighted average (M, y', K'M, K'* y'); its K'* y' is None where the steps did not
+        sum full products (matrix-free checks do not form it)."""
         w = self.w_sum
-        return self.M_sum / w, self.y_sum / w, self.KM_sum / w, self.KTy_sum / w
+        return self.M_sum / w, self.y_sum / w, self.KM_sum / w, self.KTy_sum / w if self._KTy_sum_exact else None
 
     def repair_due(self, cand: _Score, tol: float) -> bool:
         """Whether this check improves the certificate (the polish, or the targeted repair): the
@@ -945,9 +1226,10 @@ class PDHGState:
         self.n_checks += 1
         # where steps updated K'* y (INCREMENTAL_ADJOINT), the current point's and the average's are
         # recomputed as full products: scores and certificates read products, not chains of updates
-        if not self._KTy_exact:
+        # (matrix-free checks form only the proven point's, in _certify_matrix_free)
+        if not self._KTy_exact and not self.matrix_free:
             self.KTy, self._KTy_exact, self._KTy_stale = self.op.adjoint(self.y), True, False
-        if not self._KTy_sum_exact:
+        if not self._KTy_sum_exact and not self.matrix_free:
             self.KTy_sum, self._KTy_sum_exact = self.op.adjoint(self.y_sum), True
         cur = self.score(self.M, self.y, self.KM, self.KTy, self.norm2)
         avg_pt = self._average() if self.w_sum > 0 else None
@@ -960,7 +1242,11 @@ class PDHGState:
         # bounds of both points without the targeted repair; the repair (a few passes over the
         # constraints) only for the better-scored point, and only while the bound is not yet tight
         avg_KTy = avg_pt[3] if avg_pt is not None else self.KTy
-        lb = self.certify(((self.KTy, self.y, cur), (avg_KTy, avg.y, avg)), tol, self.repair_due(cand, tol))
+        if self.matrix_free:
+            cur_KTy = self.KTy if self._KTy_exact else None
+            lb = self._certify_matrix_free(((cur_KTy, self.y, cur),) + (((avg_KTy, avg.y, avg),) if avg is not cur else ()))
+        else:
+            lb = self.certify(((self.KTy, self.y, cur), (avg_KTy, avg.y, avg)), tol, self.repair_due(cand, tol))
         self.history.append(cur.f)
         self.trace.append((self.n_iter, time.perf_counter() - self.t_start, cur.f, avg.f, lb, cand.rel_dual,
                            cand.rel_gap, cand.err, is_avg, self.best_f))
@@ -1003,7 +1289,12 @@ class PDHGState:
         """Restart to the candidate (the average or the current point) and rebalance the primal weight."""
         self.n_restarts += 1
         if is_avg:
-            self.M, self.y, self.KM, self.KTy = self._avg_point
+            M, y, KM, KTy = self._avg_point
+            self.M, self.y, self.KM = M, y, KM
+            if KTy is None:     # not formed (matrix-free checks): the next dense step or check forms it
+                self._KTy_exact, self._KTy_stale = False, True
+            else:
+                self.KTy = KTy
             self._factor = None
         self.norm2 = cand.norm2
         M, y = self.M, self.y
@@ -1061,6 +1352,7 @@ class PDHGState:
                                  "start_seconds": self.start_time,
                                  "adjoint_updates": self.op.n_updates,
                                  "lowrank_steps": self.lowrank_steps,
+                                 "matrix_free_checks": self.matrix_free, "proofs": self.proofs,
                                  "adjoint_update_rows": self.op.updated_rows / max(self.op.n_updates, 1),
                                  "congruence_factors": (None if self.congruence is None
                                                         else self.congruence.D.copy()),
@@ -1075,7 +1367,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
          step_size=None,
          restarts: bool = True, adaptive_step: bool = True, equilibrate: bool = True, seed=0,
          solver_name: str = "pdhg", callback: Optional[Callable[[int, np.ndarray, float], None]] = None,
-         warn: bool = True, state: Optional[PDHGState] = None, projection: str = "auto") -> SolverResult:
+         warn: bool = True, state: Optional[PDHGState] = None, projection: str = "auto",
+         checks: str = "auto") -> SolverResult:
     r"""Minimise a hinge model over the PSD cone by restarted, adaptive PDHG.
 
     Parameters
@@ -1136,6 +1429,14 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         (:func:`cvxmetric.hinge.projection_costs`) at the current rank, where the dense step's
         ``eigh`` is at least ``LOWRANK_MIN_EIGH_SHARE`` of it. Not read with ``state``
         (the state keeps its own).
+    checks : {"auto", "dense", "matrix_free"}
+        How a check reads the dual matrix :math:`S = R + K^* y` of its two points: ``"dense"``
+        forms it and takes its eigenvalues (scores and certificate from ``eigvalsh``);
+        ``"matrix_free"`` (q = 0 and R a positive multiple of the identity only) scores both
+        points by block Rayleigh-Ritz steps on S's negative eigenspace through the data and proves
+        one bound by a single Cholesky factorization (:meth:`PDHGState._certify_matrix_free`; no
+        targeted repair nor polish); ``"auto"`` takes the cheaper by the cost model
+        (:func:`check_costs`). Either way every bound is proven. Not read with ``state``.
     state : PDHGState, optional
         Continue from this state (:func:`start_state`, or its :meth:`PDHGState.rebind` onto
         ``model``: a working set's next round), advancing it in place, instead of starting cold:
@@ -1160,7 +1461,9 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         (the wall-clock time of both), ``start_seconds`` (of the cold start: the start point's
         validation, the power iteration, the primal weight), ``adjoint_updates`` (steps whose
         :math:`K'^* y` was an update over the changed multipliers, ``INCREMENTAL_ADJOINT``) and
-        ``adjoint_update_rows`` (their mean number of rows), ``congruence_factors`` (the
+        ``adjoint_update_rows`` (their mean number of rows), ``matrix_free_checks`` (whether the
+        checks read the dual matrix through the data, ``checks``) and ``proofs`` (their proven
+        bounds), ``congruence_factors`` (the
         diagonal D of the equilibration, or None where it was not used), ``stop_reason``
         (= ``status``), and
         ``trace``: per check (iteration, seconds, f(current), f(average), lower bound or None,
@@ -1189,6 +1492,8 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         raise ValueError("model has no constraints; PDHG needs at least one hinge term")
     if not isinstance(projection, str) or projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
+    if not isinstance(checks, str) or checks not in CHECKS:
+        raise ValueError(f"checks must be one of {CHECKS}; got {checks!r}")
 
     if state is not None:
         if not isinstance(state, PDHGState) or state.model is not model:
@@ -1197,13 +1502,13 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         return _run(state, max_iter, residual_tol, tol, time_limit, check_every, restarts, None, solver_name,
                     callback, warn, time.perf_counter())
     state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
-                                equilibration(model) if equilibrate else None, projection)
+                                equilibration(model) if equilibrate else None, projection, checks)
     return _run(state, max_iter, residual_tol, tol, time_limit, check_every, restarts, norm_K, solver_name,
                 callback, warn, state.t_start, check_start=y0 is not None)
 
 
 def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_weight=None,
-                adaptive_step: bool = True, seed=0, projection: str = "auto") -> PDHGState:
+                adaptive_step: bool = True, seed=0, projection: str = "auto", checks: str = "auto") -> PDHGState:
     """The state :func:`pdhg` starts from (same options, same defaults), for a caller that continues
     it over several calls: ``pdhg(model, state=...)`` advances it in place, and
     :meth:`PDHGState.rebind` moves it onto another model (a working set's next round)."""
@@ -1213,12 +1518,15 @@ def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_w
         primal_weight = check_positive(primal_weight, "primal_weight")
     if not isinstance(projection, str) or projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
+    if not isinstance(checks, str) or checks not in CHECKS:
+        raise ValueError(f"checks must be one of {CHECKS}; got {checks!r}")
     return _cold_state(model, M0, y0, step_size, primal_weight, check_bool(adaptive_step, "adaptive_step"), seed,
-                       projection=projection)[0]
+                       projection=projection, checks=checks)[0]
 
 
 def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
-                congruence: Optional[HingeCongruence] = None, projection: str = "auto") -> tuple[PDHGState, Optional[float]]:
+                congruence: Optional[HingeCongruence] = None, projection: str = "auto",
+                checks: str = "auto") -> tuple[PDHGState, Optional[float]]:
     """The cold start (validated start point, step size from a power iteration unless given, PDLP's
     primal weight unless given) and the operator norm estimate (None when not computed); on the
     twin of ``congruence`` where given (the start point mapped to it)."""
@@ -1241,7 +1549,7 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     else:
         omega = float(primal_weight)
     state = PDHGState(model, M, y, eta=eta, omega=omega, adaptive_step=adaptive_step, operator=op,
-                      t_start=t_start, congruence=congruence, projection=projection, seed=seed)
+                      t_start=t_start, congruence=congruence, projection=projection, seed=seed, checks=checks)
     state.start_time = time.perf_counter() - t_start
     return state, norm_K
 
@@ -1252,6 +1560,7 @@ def _run(state: PDHGState, max_iter, residual_tol, tol, time_limit, check_every,
     ``check_start``: score and certify the start first (a given start that the stopping rule
     accepts is returned after 0 iterations)."""
     robust = state.model.has_certificate
+    state.target_tol = tol
     stop_reason, stopped_by = "max_iter", None
     stop_at = state.n_iter + max_iter
     if check_start:
