@@ -98,15 +98,11 @@ def _smooth_feasibility(model, X, Z, rho, rho_X, y) -> dict:
 
     The smooth losses' optimum can be :math:`X^* = 0` (``nu`` above every direction's curvature,
     e.g. iris-exp with its data x 1e-4), where residuals relative to :math:`\|X\|` or to the margins
-    are 0/0 (the solver's :math:`X pprox -10^{-10} I` read 1.0). Each residual is instead what it
+    are 0/0 (the solver's :math:`X \approx -10^{-10} I` read 1.0). Each residual is instead what it
     costs the objective :math:`f`, relative to :math:`|f|` at the point's PSD projection: the
-    complementarity term :math:`|\langle Z, X
-angle|` (a duality-gap term), the projection onto the
-    cone to first order (:math:`\|G\|_2 \sum_i [\lambda_i(X)]_-`, :math:`G = 
-u I - \sum_r y_r A_r`), and
-    the margins' mismatch weighted by the multipliers (:math:`\|y\|_1 \max_r |
-ho_r - 
-ho_r(X)|`).
+    complementarity term :math:`|\langle Z, X\rangle|` (a duality-gap term), the projection onto the
+    cone to first order (:math:`\|G\|_2 \sum_i [\lambda_i(X)]_-`, :math:`G = \nu I - \sum_r y_r A_r`), and
+    the margins' mismatch weighted by the multipliers (:math:`\|y\|_1 \max_r |\rho_r - \rho_r(X)|`).
     """
     f = abs(model.value(project_psd(X)))
     lam = np.linalg.eigvalsh(X)
