@@ -48,16 +48,17 @@ CANDIDATE_ROUNDINGS = 8
 #: Bytes of memory one triplet of a working set takes, whatever the dimension: the restricted model
 #: stores the triplet's indices and its pair-table entries (the points form of K and K*,
 #: :class:`~cvxmetric.hinge.PairTable`: no difference vector per triplet) and PDHG a dozen float64
-#: vectors over the rows. Measured with tracemalloc (peak of a whole ``solve_lmnn(method="pdhg")``
-#: from its coarse start, over the largest working set, 5,000 points of
-#: :func:`~cvxmetric.generators.gaussian_classes`): 434 at d = 50 (5.7e5 triplets), 420 at
-#: d = 100 (1.5e6 triplets); rounded up.
-WORKING_SET_BYTES_PER_TRIPLET = 450
-#: Memory a working set may take (8 GB: a third of a 24 GB machine, the rest for the data, the
-#: impostor search's blocks and what runs beside).
-WORKING_SET_MEMORY = 8 * 10**9
+#: vectors over the rows. Measured on :func:`~cvxmetric.generators.gaussian_classes`: the live
+#: numpy arrays (tracemalloc's peak over a whole ``solve_lmnn(method="pdhg")`` from its coarse start,
+#: 5,000 points) 434 bytes per triplet of the largest working set at d = 50 (5.7e5 triplets), 420
+#: at d = 100 (1.5e6); the peak resident memory of the process, 100,000 points, d = 50, 554
+#: (3.88 GB, working set 7.0e6 triplets; the allocator's slack included). Rounded up.
+WORKING_SET_BYTES_PER_TRIPLET = 600
+#: Memory a working set may take: 12 GB, half of a 24 GB machine (the rest for the data, the
+#: impostor search's blocks, the certificate's d-dependent work and what runs beside).
+WORKING_SET_MEMORY = 12 * 10**9
 #: The oracle and the working set refuse to grow beyond this many triplets: the memory budget
-#: over the bytes per triplet (17.8 million). Reaching it usually means the metric is small next
+#: over the bytes per triplet (2e7). Reaching it usually means the metric is small next
 #: to the margin (e.g. M0 = I on data at a small scale, or a start near M = 0, where every triplet
 #: is violated); :func:`too_many_triplets_message` measures which cause applies.
 MAX_WORKING_TRIPLETS = WORKING_SET_MEMORY // WORKING_SET_BYTES_PER_TRIPLET
