@@ -42,7 +42,8 @@ resident memory): d = 50, certified gap 3.6e-3 after 32 PDHG iterations on the f
 2.6e6 triplets), 73.4 s, 2.2 GB. On 100,000 points, d = 50 (2.7e10 triplets; ``solve_lmnn(X, y, 3,
 tol=1e-2, residual_tol=1e-2)`` on ``gaussian_classes(100000, 50, 10, seed=0)``, one BLAS thread):
 gap 1.8e-4 after 64 iterations (3 rounds, working sets of 6.6e6, 7.0e6 and 5.5e6 triplets),
-382 CPU seconds (the four coarse levels, 390 to 25,000 points, about a fifth), 3.9 GB.
+382 CPU seconds (the four coarse levels, 390 to 25,000 points, took 11 % of the wall-clock time),
+3.9 GB.
 
 With ``whiten=True`` (default, both methods) the method runs in the coordinates where the pull
 term is the trace (:class:`PullWhitening`): the same program, certificate and triplets, and the
