@@ -352,7 +352,7 @@ class WorkingSet:
 def sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The sorted distinct ids of two sorted id arrays (``np.union1d`` of sorted input).
 
-    One stable sort of the concatenation (two sorted runs: a merge) and a comparison with the
+    One stable sort of the concatenation (two sorted runs: linear time) and a comparison with the
     predecessor. ``np.union1d`` takes a hash-based ``np.unique`` instead: measured on 2e6 and 5e5
     sorted int64 ids (one BLAS thread, loaded machine), 17.7 s against 0.09 s.
     """
