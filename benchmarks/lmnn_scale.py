@@ -4,6 +4,7 @@ Run from the repository root::
 
     python -m benchmarks.lmnn_scale                          # 20,000 points, d = 50, both peers (builds their venv)
     python -m benchmarks.lmnn_scale --sizes 5000 20000 --d 50 100
+    python -m benchmarks.lmnn_scale --sizes 100000 --d 50 100 --peers none   # ours only (the peers take hours)
     python -m benchmarks.lmnn_scale --peers none             # ours only
     python -m benchmarks.lmnn_scale --write-docs             # and write the output into docs/benchmarks.md
 
@@ -17,7 +18,8 @@ rotated, unevenly scaled noise, seed ``--seed``). The problem: LMNN with ``n_nei
   :func:`cvxmetric.solvers.lmnn.coarse_start`); the seconds include everything (target
   neighbours, the coarse levels, every full impostor pass); ``iterations`` are the PDHG
   iterations on the full data, ``certified gap`` the relative gap between the objective over the
-  full triplet set and the dual bound of the full problem.
+  full triplet set and the dual bound of the full problem, ``peak GB`` the peak resident memory of
+  the process that ran it (one forked per row).
 * **pylmnn** (L-BFGS over :math:`L`, impostors sampled above ``max_impostors``) and
   **metric-learn** 0.7.0 (gradient descent over :math:`L`): both optimize the same objective over
   :math:`L` (non-convex), from the identity, with the same pull weight and margin (pylmnn's
@@ -39,7 +41,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -179,21 +183,36 @@ def run_peer(python: Path, peer: str, X: np.ndarray, y: np.ndarray, cap: float) 
 
 
 def run_ours(X: np.ndarray, y: np.ndarray, tol: float) -> dict:
-    """Our certified LMNN (the problem's default method), timed end to end."""
+    """Our certified LMNN (the problem's default method), timed end to end; ``peak_gb``: the peak
+    resident memory of the process so far (of the run, in the process of its own that
+    :func:`run_in_own_process` gives it)."""
     from cvxmetric.problems import LMNN
     t0, c0 = time.perf_counter(), time.process_time()
     res = LMNN(X, y, n_neighbors=N_NEIGHBORS, regularization=REGULARIZATION).solve(tol=tol, residual_tol=tol)
     return {"time": time.perf_counter() - t0, "cpu": time.process_time() - c0, "n_iter": res.n_iter,
             "gap": res.certified_gap,
             "objective": res.objective, "lower": res.lower_bound, "converged": res.converged, "M": res.M,
-            "triplets": res.info["n_triplets"], "working_set": res.info["working_set_size"]}
+            "triplets": res.info["n_triplets"], "working_set": res.info["working_set_size"],
+            "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9}   # Linux: kilobytes
+
+
+def _run_ours_one_thread(X: np.ndarray, y: np.ndarray, tol: float) -> dict:
+    with threadpool_limits(limits=1, user_api="blas"):
+        return run_ours(X, y, tol)
+
+
+def run_in_own_process(X: np.ndarray, y: np.ndarray, tol: float) -> dict:
+    """:func:`run_ours` on one BLAS thread in a process forked for it, so its peak memory is the
+    run's (plus what the benchmark's process held at the fork: the interpreter and the data)."""
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        return pool.apply(_run_ours_one_thread, (X, y, tol))
 
 
 def ours_cells(n: int, d: int, ours: dict) -> str:
     """The row's first columns: the data and our run (``*``: the gap is not within tol)."""
     gap = f"{ours['gap']:.1e}" + ("" if ours["converged"] else "*")
     return (f"{n:>7} {d:>4} {ours['triplets']:>9.2e} | {ours['time']:>7.1f} {ours['cpu']:>6.1f} {ours['n_iter']:>4} "
-            f"{gap:>8} {ours['objective']:>11.6g} {ours['lower']:>11.6g}")
+            f"{gap:>8} {ours['objective']:>11.6g} {ours['lower']:>11.6g} {ours['peak_gb']:>7.2f}")
 
 
 def peer_cells(run: dict, search: ImpostorSearch) -> str:
@@ -223,15 +242,14 @@ def main(argv=None) -> int:
           f"{REGULARIZATION}, margin 1; ours to a certified gap of {args.tol:g}, peers capped at {args.cap:g} CPU s; "
           "every objective is ours over the full triplet set; one BLAS thread")
     head = (f"{'points':>7} {'d':>4} {'triplets':>9} | {'ours s':>7} {'cpu s':>6} {'it':>4} {'gap':>8} "
-            f"{'objective':>11} {'bound':>11}")
+            f"{'objective':>11} {'bound':>11} {'peak GB':>7}")
     head += "".join(f" | {p + ' cpu s':>20} {'objective':>11}" for p in peers)
     print(head, flush=True)
     for n in args.sizes:
         for d in args.d:
             X, y = gaussian_classes(n, d, N_CLASSES, seed=args.seed)
             try:
-                with threadpool_limits(limits=1, user_api="blas"):
-                    ours = run_ours(X, y, args.tol)
+                ours = run_in_own_process(X, y, args.tol)
             except RuntimeError as exc:   # a row that fails says why (the working set's bound); the table goes on
                 print(f"{n:>7} {d:>4} | failed: {exc}", flush=True)
                 continue
@@ -243,7 +261,8 @@ def main(argv=None) -> int:
     print("ours: seconds end to end (target neighbours, the coarse start, every full impostor pass) and the process's "
           "CPU seconds (one BLAS thread: the wall-clock figure less the waiting of a shared machine), PDHG iterations "
           "on the full data, certified relative gap (* not within tol), objective and lower bound over the full "
-          "triplet set; a peer's CPU seconds of its fit (one BLAS thread) and our objective at its M = L^T L "
+          "triplet set, peak resident memory of the process that ran it (forked for the row: the data and the "
+          "interpreter included); a peer's CPU seconds of its fit (one BLAS thread) and our objective at its M = L^T L "
           "(capped: at its last accepted iterate)")
     return 0
 

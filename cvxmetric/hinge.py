@@ -568,13 +568,19 @@ class QuadrupletGeometry:
         return out
 
     def subset(self, rows) -> "QuadrupletGeometry":
-        """Geometry of a subset of the constraints (no re-validation of ``X``)."""
-        return QuadrupletGeometry(self.X, self.constraints.subset(rows), _validated=True)
+        """Geometry of a subset of the constraints (no re-validation of ``X``); the Frobenius norms,
+        when computed, go with their rows (:meth:`frobenius_norms`)."""
+        out = QuadrupletGeometry(self.X, self.constraints.subset(rows), _validated=True)
+        if self._norms is not None:
+            out._norms = self._norms[np.asarray(rows)]
+        return out
 
     def extended(self, constraints: ConstraintSet) -> "QuadrupletGeometry":
         """Geometry of ``self.constraints + constraints`` on the same ``X``.
 
-        The stored difference vectors are reused; only those of the new constraints are formed.
+        The stored difference vectors and Frobenius norms are reused; only those of the new
+        constraints are formed (the norms at once when this geometry's are computed: a caller that
+        reads them reads them again, e.g. PDHG on a working set that grows round by round).
         """
         new = QuadrupletGeometry(self.X, constraints, _validated=True)
         out = object.__new__(QuadrupletGeometry)
@@ -589,7 +595,8 @@ class QuadrupletGeometry:
         # the difference vectors formed so far are reused; the new rows' are formed with them
         out._U = None if self._U is None else np.concatenate([self._U, new.U])
         out._V = None if self._V is None else np.concatenate([self._V, new.V])
-        out._pairs = out._ends = out._norms = out._rows_work = None
+        out._pairs = out._ends = out._rows_work = None
+        out._norms = None if self._norms is None else np.concatenate([self._norms, new.frobenius_norms()])
         return out
 
     # ------------------------------------------------------------------ operator paths

@@ -33,7 +33,7 @@ from .models import HingeModel, pull_matrix
 
 __all__ = ["lmnn_model", "lmnn_pull_model", "lmnn_start", "check_lmnn_params", "ImpostorSearch", "impostor_oracle",
            "too_many_triplets_message", "CHUNK_ELEMENTS", "CANDIDATE_ROUNDINGS",
-           "MAX_WORKING_TRIPLETS", "DIAGNOSIS_POINTS"]
+           "MAX_WORKING_TRIPLETS", "WORKING_SET_BYTES_PER_TRIPLET", "WORKING_SET_MEMORY", "DIAGNOSIS_POINTS"]
 
 #: Entries of one (rows x n) block of squared distances in the impostor search (16 MB of float32).
 CHUNK_ELEMENTS = 2 ** 22
@@ -45,11 +45,23 @@ CHUNK_ELEMENTS = 2 ** 22
 #: ``||a||^2 + ||b||^2 + margin`` (eps32 = 2u) and then re-measured with exact float64 differences,
 #: so no violated triplet is lost to round-off and every reported margin is exact.
 CANDIDATE_ROUNDINGS = 8
-#: The oracle refuses to grow a working set beyond this many triplets (each stores two
-#: d-vectors: 2e6 triplets at d = 64 is 2 GB). Reaching it usually means the metric is small next
+#: Bytes of memory one triplet of a working set takes, whatever the dimension: the restricted model
+#: stores the triplet's indices and its pair-table entries (the points form of K and K*,
+#: :class:`~cvxmetric.hinge.PairTable`: no difference vector per triplet) and PDHG a dozen float64
+#: vectors over the rows. Measured on :func:`~cvxmetric.generators.gaussian_classes`: the live
+#: numpy arrays (tracemalloc's peak over a whole ``solve_lmnn(method="pdhg")`` from its coarse start,
+#: 5,000 points) 434 bytes per triplet of the largest working set at d = 50 (5.7e5 triplets), 420
+#: at d = 100 (1.5e6); the peak resident memory of the process, 100,000 points, d = 50, 554
+#: (3.88 GB, working set 7.0e6 triplets; the allocator's slack included). Rounded up.
+WORKING_SET_BYTES_PER_TRIPLET = 600
+#: Memory a working set may take: 12 GB, half of a 24 GB machine (the rest for the data, the
+#: impostor search's blocks, the certificate's d-dependent work and what runs beside).
+WORKING_SET_MEMORY = 12 * 10**9
+#: The oracle and the working set refuse to grow beyond this many triplets: the memory budget
+#: over the bytes per triplet (2e7). Reaching it usually means the metric is small next
 #: to the margin (e.g. M0 = I on data at a small scale, or a start near M = 0, where every triplet
 #: is violated); :func:`too_many_triplets_message` measures which cause applies.
-MAX_WORKING_TRIPLETS = 2_000_000
+MAX_WORKING_TRIPLETS = WORKING_SET_MEMORY // WORKING_SET_BYTES_PER_TRIPLET
 
 
 def check_lmnn_params(regularization, margin) -> tuple[float, float]:
@@ -334,7 +346,7 @@ def too_many_triplets_message(search: ImpostorSearch, L: np.ndarray, count: int,
     other = y[sub][iu] != y[sub][ju]
     diff = Z[iu[other]] - Z[ju[other]]
     med = float(np.median(np.einsum("ij,ij->i", diff, diff))) if diff.size else 0.0
-    gb = 16.0 * X.shape[1] * count / 1e9
+    gb = WORKING_SET_BYTES_PER_TRIPLET * count / 1e9
     head = f"{what} ({count} > max_triplets = {max_triplets}, of {search.n_triplets} LMNN triplets)"
     if med < search.margin:
         factor = "" if med == 0 else f" by at least {search.margin / med:.3g}"

@@ -78,7 +78,7 @@ from .pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, pdhg, start_state
 from .result import ENGINE_HOOKS, SolverResult, make_result
 
 __all__ = ["solve_working_set", "WORKING_SET_OPTIONS", "ConstraintPool", "ModelPool", "ImpostorPool", "Scan", "WorkingSet",
-           "largest_margins", "positions",
+           "largest_margins", "positions", "sorted_union",
            "WS_SLACK", "DROP_AFTER", "ROUND_ITER", "MAX_ROUNDS", "MAX_ADD", "MAX_START_HALVINGS"]
 
 #: A constraint counts as near the margin when :math:`t_c > -` ``WS_SLACK`` :math:`\bar\delta`:
@@ -217,9 +217,10 @@ class ImpostorPool(ConstraintPool):
     A scan is an impostor search at the margin :math:`(1 + s)\,\text{margin}` (the triplets with
     :math:`t > -s\,\text{margin}`), from a factor of M; the full objective is the pull term plus the
     hinge terms of the violated triplets found. The restricted model is LMNN's pull model over
-    the decoded triplets. Its linear term and data are the full model's and LMNN's triplets
-    contain no similar pair, so the restricted model's :meth:`HingeModel.certify` at
-    ``upper = f(M)`` *is* the full model's dual bound at the zero-padded multiplier.
+    the decoded triplets, built from the previous one (its rows kept, the new triplets appended,
+    the rows put back in id order), so the rows' Frobenius norms are computed once per triplet.
+    Its linear term and data are the full model's and LMNN's triplets contain no similar pair,
+    so the restricted model's :meth:`HingeModel.certify` at ``upper = f(M)`` *is* the full model's dual bound at the zero-padded multiplier.
     """
 
     def __init__(self, search: ImpostorSearch, regularization: float, slack: float = WS_SLACK,
@@ -235,6 +236,9 @@ class ImpostorPool(ConstraintPool):
             chunk_elements=search.chunk_elements, targets=search.targets)
         self._empty = lmnn_pull_model(search.X, search.target_pairs, self.regularization)
         self._last_factor = np.eye(search.X.shape[1])
+        # the last restricted model and its ids: the next one reuses its rows (their Frobenius
+        # norms, an O(d) gather per row, are PDHG's row scaling and do not change)
+        self._last_sub = (None, np.zeros(0, dtype=np.int64))
 
     def scan(self, M):
         L = psd_factor(M)
@@ -249,10 +253,24 @@ class ImpostorPool(ConstraintPool):
             raise RuntimeError(too_many_triplets_message(
                 self.search, self._last_factor, int(ids.size), self.max_triplets,
                 "the working set (the triplets near or past the margin at the iterates so far) would grow too large"))
-        cons = ConstraintSet.from_triplets(self.search.decode(ids), delta=self.search.margin,
-                                           weight=1.0 - self.regularization)
-        sub = self._empty.extended(cons, np.full(ids.size, 1.0 - self.regularization))
+        ids = np.asarray(ids, dtype=np.int64)
+        prev, prev_ids = self._last_sub
+        pos = positions(ids, prev_ids)
+        kept = pos >= 0
+        base = self._empty if prev is None else prev.subset(pos[kept])
+        sub = base.extended(self._triplets(ids[~kept]), np.full(int(np.sum(~kept)), 1.0 - self.regularization))
+        if prev is not None and not np.all(kept):   # kept rows first, then the new ones: back to ids order
+            order = np.empty(ids.size, dtype=np.int64)
+            order[kept] = np.arange(int(np.sum(kept)))
+            order[~kept] = np.arange(int(np.sum(kept)), ids.size)
+            sub = sub.subset(order)
+        self._last_sub = (sub, ids)
         return sub
+
+    def _triplets(self, ids: np.ndarray) -> ConstraintSet:
+        """The LMNN triplets of the codes ``ids`` (margin, weight ``1 - regularization``)."""
+        return ConstraintSet.from_triplets(self.search.decode(ids), delta=self.search.margin,
+                                           weight=1.0 - self.regularization)
 
     def full_bound(self, sub, ids, y, upper):
         return sub.certify(y, upper, repair_steps=0)[0]
@@ -319,16 +337,31 @@ class WorkingSet:
             # a point beyond every margin (a zero optimum): W never empties, it keeps its constraints
             keep[:] = True
         n_drop = int(np.sum(~keep))
-        self.dropped = np.union1d(self.dropped, self.ids[~keep])
+        self.dropped = sorted_union(self.dropped, self.ids[~keep])
         self.n_dropped += n_drop
         new, marg = self.outside(scan)
         new = largest_margins(new, marg, max(max_add, int(np.sum(keep))) if max_add else 0)   # see MAX_ADD
         self.readded += int(np.sum(np.isin(new, self.dropped, assume_unique=True)))
         old_ids, old_idle = self.ids, self.idle[keep]
-        self.ids = np.union1d(old_ids[keep], new)
+        self.ids = sorted_union(old_ids[keep], new)
         self.idle = np.zeros(self.ids.size, dtype=np.int64)
         self.idle[np.searchsorted(self.ids, old_ids[keep])] = old_idle
         return positions(self.ids, old_ids), int(new.size), n_drop
+
+
+def sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted distinct ids of two sorted id arrays (``np.union1d`` of sorted input).
+
+    One stable sort of the concatenation (two sorted runs: linear time) and a comparison with the
+    predecessor. ``np.union1d`` takes a hash-based ``np.unique`` instead: measured on 2e6 and 5e5
+    sorted int64 ids (one BLAS thread, loaded machine), 17.7 s against 0.09 s.
+    """
+    c = np.concatenate([np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)])
+    c.sort(kind="stable")
+    first = np.empty(c.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(c[1:], c[:-1], out=first[1:])
+    return c[first]
 
 
 def largest_margins(ids: np.ndarray, margins: np.ndarray, cap: int) -> np.ndarray:

@@ -15,15 +15,15 @@ from cvxmetric.formulations.hinge import build_hinge_problem
 from cvxmetric.formulations.ladder import solve_certified
 from cvxmetric.formulations.lmnn import build_lmnn
 from cvxmetric.formulations.qwise import build_qwise
-from cvxmetric.generators import quadruplets_from_metric
+from cvxmetric.generators import gaussian_classes, quadruplets_from_metric
 from cvxmetric.instances import get_instance
-from cvxmetric.linalg import random_psd
+from cvxmetric.linalg import psd_factor, random_psd
 from cvxmetric.lmnn import ImpostorSearch
 from cvxmetric.models import qwise_model
 from cvxmetric.solvers.lmnn import solve_lmnn
 from cvxmetric.solvers.pdhg import pdhg, start_state
 from cvxmetric.solvers.qwise import solve_qwise
-from cvxmetric.solvers.working_set import ModelPool, Scan, WorkingSet, solve_working_set
+from cvxmetric.solvers.working_set import ImpostorPool, ModelPool, Scan, WorkingSet, solve_working_set, sorted_union
 
 #: Relative width of the ground truth's certified interval.
 TRUTH_RTOL = 1e-6
@@ -335,3 +335,74 @@ def test_a_result_does_not_share_arrays_with_its_state():
     if R_U is not None:
         R_U[...] = 0.0
         assert np.any(model.span_basis()[1])   # the cached basis behind the bounds is intact
+
+
+# ----------------------------------------------------------------------------- LMNN's working-set geometry
+def _lmnn_pool(seed, d):
+    X, y = gaussian_classes(60, d, 3, n_informative=2, seed=seed)
+    return ImpostorPool(ImpostorSearch(X, y, 3), 0.5)
+
+
+def _dense_K(X, triplets, M):
+    """<M, C_ij - C_il> per triplet, from the definition."""
+    u, v = X[triplets[:, 0]] - X[triplets[:, 1]], X[triplets[:, 0]] - X[triplets[:, 2]]
+    return np.einsum("ij,jk,ik->i", u, M, u) - np.einsum("ij,jk,ik->i", v, M, v)
+
+
+def _dense_Kt(X, triplets, c):
+    """sum_q c_q (C_ij - C_il), from the definition."""
+    u, v = X[triplets[:, 0]] - X[triplets[:, 1]], X[triplets[:, 0]] - X[triplets[:, 2]]
+    return (u * c[:, None]).T @ u - (v * c[:, None]).T @ v
+
+
+@pytest.mark.parametrize("seed, d", [(0, 3), (1, 7), (2, 12)])
+def test_lmnn_working_set_operators_through_the_points_match_the_definition(seed, d):
+    """K and K* of a restricted LMNN model on the points path (pair table, no difference vector per
+    triplet) equal the dense definition, at a random PSD M and random coefficients."""
+    pool = _lmnn_pool(seed, d)
+    rng = np.random.default_rng(seed)
+    M = random_psd(d, seed=seed)
+    near = pool.scan(0.05 * M).ids   # a small metric: most triplets are near the margin
+    ids = np.sort(rng.choice(near, size=min(300, near.size), replace=False))
+    geom = pool.submodel(ids).geometry
+    triplets = pool.search.decode(ids)
+    c = rng.uniform(-1.0, 1.0, ids.size)
+    scale = np.abs(_dense_K(pool.search.X, triplets, M)).max()
+    np.testing.assert_allclose(geom.values(M, path="points"), _dense_K(pool.search.X, triplets, M),
+                               rtol=1e-10, atol=1e-10 * scale)
+    L = psd_factor(M)
+    np.testing.assert_allclose(geom.values_factor(L, path="points"), _dense_K(pool.search.X, triplets, M),
+                               rtol=1e-10, atol=1e-10 * scale)
+    G = _dense_Kt(pool.search.X, triplets, c)
+    np.testing.assert_allclose(geom.weighted_sum(c, path="points"), G, rtol=1e-10, atol=1e-10 * np.abs(G).max())
+    assert geom._U is None and geom._V is None   # nothing of size (triplets, d) was formed
+
+
+def test_lmnn_restricted_model_built_from_the_previous_one_equals_a_fresh_one():
+    """A working set that keeps some rows, drops others and adds new ones: the restricted model
+    built from the previous one has the rows (in id order), weights and Frobenius norms of one
+    built from scratch."""
+    pool = _lmnn_pool(3, 5)
+    rng = np.random.default_rng(3)
+    near = pool.scan(0.05 * np.eye(5)).ids
+    first = np.sort(rng.choice(near, size=200, replace=False))
+    sub = pool.submodel(first)
+    sub.geometry.frobenius_norms()   # as PDHG does: the next model reuses them
+    second = sorted_union(first[::2], np.sort(rng.choice(np.setdiff1d(near, first), size=100, replace=False)))
+    grown = pool.submodel(second)
+    fresh = ImpostorPool(pool.search, 0.5).submodel(second)
+    np.testing.assert_array_equal(grown.constraints.idx, fresh.constraints.idx)
+    np.testing.assert_array_equal(grown.coef, fresh.coef)
+    np.testing.assert_array_equal(grown.constraints.delta, fresh.constraints.delta)
+    np.testing.assert_allclose(grown.geometry.frobenius_norms(), fresh.geometry.frobenius_norms(), rtol=1e-14)
+    assert grown.geometry._norms is not None   # carried over, not recomputed on demand
+    np.testing.assert_array_equal(pool.submodel(second[5:]).constraints.idx, fresh.constraints.idx[5:])
+
+
+@pytest.mark.parametrize("sizes", [(0, 0), (0, 5), (7, 0), (50, 40), (300, 1)])
+def test_sorted_union_is_union1d_of_sorted_ids(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    a, b = (np.unique(rng.integers(0, 80, k)) for k in sizes)
+    out = sorted_union(a, b)
+    np.testing.assert_array_equal(out, np.union1d(a, b))
+    assert out.dtype == np.int64
