@@ -117,8 +117,8 @@ from cvxmetric.models import HingeModel
 
 from .result import SolverResult, make_result
 
-__all__ = ["projected_subgradient", "typical_metric_scale", "SubgradientState", "EpochSchedule", "ErgodicAverage", "EpochAverages",
-           "DualBoundCertificate", "StationarityCertificate", "AllRows", "ActiveSetRows", "OracleRows",
+__all__ = ["projected_subgradient", "typical_metric_scale", "SubgradientState", "EpochSchedule", "ErgodicAverage",
+           "EpochAverages", "DualBoundCertificate", "StationarityCertificate", "AllRows", "ActiveSetRows", "OracleRows",
            "STEP_SCALE", "FIRST_EPOCH", "DEFAULT_TOL", "RECHECK_EVERY", "AUTO_ACTIVE_SET_MIN", "CERTIFY_EVERY"]
 
 #: Step length of an epoch as a fraction of the current solution's Frobenius norm. Measured on
