@@ -39,7 +39,7 @@ from cvxmetric.certificates import relative_gap
 
 from .result import SolverResult, make_result
 from .subgradient import (CERTIFY_EVERY, DEFAULT_TOL, FIRST_EPOCH, STEP_SCALE, DualBoundCertificate, EpochAverages,
-                         EpochSchedule, ErgodicAverage)
+                         EpochSchedule, ErgodicAverage, typical_metric_scale)
 
 __all__ = ["factor_subgradient"]
 
@@ -81,18 +81,16 @@ def factor_subgradient(model: HingeModel, rank: int, *, L0=None, seed=None, max_
     t0 = time.perf_counter()
     geom, coef = model.geometry, model.coef
     delta = np.asarray(model.constraints.delta, dtype=np.float64)
-    a, b = geom.squared_lengths()
-    spread = float(np.median(a + b)) if model.m else 0.0
-    margin = float(np.median(np.abs(delta))) if model.m else 0.0
-    # the scale of a factor whose typical <L^T L, A_c> matches a typical margin (scale-invariant)
-    scale0 = float(np.sqrt(margin / spread * d)) if spread > 0 and margin > 0 else 1.0
+    # the scale of a factor whose typical <L^T L, A_c> matches a typical margin (in the data's units)
+    t = typical_metric_scale(model)
+    scale0 = 1.0 if t is None else float(np.sqrt(t * d))
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     if L0 is None:
         rng = as_rng(seed)
         L = rng.standard_normal((rank, d)) / np.sqrt(d)
-        if spread > 0 and margin > 0:
-            L *= np.sqrt(margin / spread * d / rank)
+        if t is not None:
+            L *= np.sqrt(t * d / rank)
     else:
         L = np.array(L0, dtype=np.float64, copy=True)
         if L.shape != (rank, d):

@@ -83,6 +83,9 @@ def _scaled_rows(problem, family, name, scale, solvers):
     ("boostmetric", "boostmetric", "wine-exp", 1e-4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
     # terms of 1e8 cancelling to nu = 0.01 (the KKT residuals over the terms' size, in their units)
     ("boostmetric", "boostmetric", "iris-exp", 1e4, ("boostmetric-exp-tc", "boostmetric-exp-fista")),
+    # nu kept in its units, 1e-8 of the terms' size: the stage-wise stall rule reads lambda_max against nu
+    # (boostmetric_stagewise.STALL_RTOL), so it stops where the logistic certificate holds
+    ("boostmetric", "boostmetric", "circles-logistic", 1e4, ("boostmetric-logistic-stagewise",)),
     # the scale identity's max form solved on the normalized data
     ("mmc", "mmc", "iris", 1e-4, ("mmc-ascent",)),
     ("mmc", "mmc", "wine", 1e4, ("mmc-ascent",)),
