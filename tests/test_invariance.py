@@ -3,8 +3,9 @@
 LMNN, ITML and MMC are exactly invariant under X -> sX: LMNN and MMC with M -> M / s^2, ITML with
 its bounds scaled by s^2 and the same M. So the certified p* of a scaled instance must equal the
 unscaled one, and every fast solver must either return the same certified answer or say that it
-did not converge (``converged=False`` with a ConvergenceWarning). Before the ladder, Clarabel said
-"optimal" 47 % off on LMNN at X * 1e-3 and 246 % off on ITML at X * 1e3.
+did not converge (``converged=False`` with a ConvergenceWarning). A raw Clarabel solve is not
+enough: on the untransformed formulations it reports "optimal" 47 % off on LMNN at X * 1e-3 and
+246 % off on ITML at X * 1e3, which is why the ground truth is the certified ladder.
 """
 import dataclasses
 import warnings
