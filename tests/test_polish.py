@@ -89,6 +89,27 @@ def test_declines_where_it_does_not_apply(near_solution):
         model.complementary_multipliers(M[:-1], y)
 
 
+def test_memory_cap(near_solution, monkeypatch):
+    """The plan states its memory; a polish whose memory exceeds the cap (the floor, or the ratio to
+    the problem's own bytes) is declined, and the same plan fits again under a cap above it."""
+    import cvxmetric.hinge_certificates as hc
+    model, M, y, _, _ = near_solution
+    plan = model.polish_plan(M)
+    assert plan.nbytes == hc.polish_bytes(plan.n_eq, plan.n_free)
+    assert plan.nbytes >= 16.0 * plan.n_free * plan.n_eq            # B and its copy, 8 bytes each
+    assert hc.polish_memory_cap(model) >= hc.POLISH_MEMORY_RATIO * hc.problem_bytes(model)
+    monkeypatch.setattr(hc, "POLISH_MEMORY_FLOOR", plan.nbytes - 1.0)
+    monkeypatch.setattr(hc, "POLISH_MEMORY_RATIO", 0.0)
+    assert model.polish_plan(M) is None
+    assert model.complementary_multipliers(M, y) is None
+    monkeypatch.setattr(hc, "POLISH_MEMORY_FLOOR", plan.nbytes)
+    assert model.polish_plan(M).n_eq == plan.n_eq
+    # the ratio to the problem's bytes admits it where the floor alone would not
+    monkeypatch.setattr(hc, "POLISH_MEMORY_FLOOR", 0.0)
+    monkeypatch.setattr(hc, "POLISH_MEMORY_RATIO", (1.0 + 1e-12) * plan.nbytes / hc.problem_bytes(model))
+    assert model.polish_plan(M) is not None
+
+
 @pytest.mark.parametrize("a, k", [(1e-3, 1.0), (1e3, 1.0), (1.0, 1e-6), (1.0, 1e6)])
 def test_scales_with_the_problem(near_solution, a, k):
     """X -> a X with R -> a^2 R (M -> M / a^2, same multipliers), and all weights times k
