@@ -26,7 +26,7 @@ from .linalg import lambda_min_lower_bound, positive_eigenpairs, triu_indices
 
 __all__ = ["PD_RTOL", "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT",
            "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "POLISH_MEMORY_FLOOR",
-           "POLISH_MEMORY_RATIO", "PolishPlan", "restrict", "polish_bytes", "problem_bytes", "polish_memory_cap",
+           "POLISH_MEMORY_RATIO", "PolishPlan", "restrict", "polish_cost", "polish_bytes", "problem_bytes", "polish_memory_cap",
            "compute_basis", "compute_span", "trace_bound", "certify", "polish_plan", "complementary_multipliers"]
 
 #: The linear term restricted to the data span counts as positive definite (the q = 0 theta
@@ -601,11 +601,16 @@ def _repair(model, y: np.ndarray, KTy: np.ndarray, span: _Span, steps: int, lam0
     return y, float(delta @ y), KTy
 
 
-def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[PolishPlan]:
+def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR,
+                max_cost: Optional[float] = None) -> Optional[PolishPlan]:
     """The computation of :meth:`HingeModel.polish_plan <cvxmetric.models.HingeModel.polish_plan>`."""
     free_factor = check_positive(free_factor, "free_factor")
     if free_factor < 1.0:
         raise ValueError(f"free_factor must be at least 1 (free multipliers per equation); got {free_factor}")
+    if max_cost is not None:
+        max_cost = float(max_cost)
+        if not max_cost >= 0.0:
+            raise ValueError(f"max_cost must be a non-negative number of modelled seconds (or None); got {max_cost}")
     if model.q > 0:
         return None
     M = as_square_symmetric(M, "M", d=model.d)
@@ -615,11 +620,12 @@ def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[P
     # d = 500-1000 it never does, and eigvalsh costs a third of eigh there)
     cap = polish_memory_cap(model)
 
-    def sizes(r):   # (equations, free multipliers), or None where the polish does not apply
+    def sizes(r):   # (equations, free multipliers), or None where the polish does not apply or pay
         n_eq = r * (r + 1) // 2 + r * (k - r)
         n_free = int(math.ceil(free_factor * n_eq))
         fits = n_free <= model.m and polish_bytes(n_eq, n_free) <= cap
-        return (n_eq, n_free) if r > 0 and fits else None
+        pays = max_cost is None or polish_cost(model.d, n_eq, n_free) <= max_cost
+        return (n_eq, n_free) if r > 0 and fits and pays else None
 
     # the number of equations (and the memory) grows with r (r k - r (r - 1) / 2, r <= k): a proven
     # lower bound on the rank that already has too many equations rejects the polish without an
@@ -633,9 +639,16 @@ def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[P
     if sizes(r) is None:      # the eigenvalues of eigh and eigvalsh agree to round-off only
         return None
     n_eq, n_free = sizes(r)
-    cost = (COST_GEMM * 2 * n_free * model.d * model.d
-            + COST_DENSE * (n_free * n_eq * n_eq + POLISH_ROUNDS * n_eq ** 3 / 3.0))   # syrk/2 + downdates/2
-    return PolishPlan(Q, r, n_eq, n_free, cost, polish_bytes(n_eq, n_free))
+    return PolishPlan(Q, r, n_eq, n_free, polish_cost(model.d, n_eq, n_free), polish_bytes(n_eq, n_free))
+
+
+def polish_cost(d: int, n_eq: int, n_free: int) -> float:
+    """Modelled seconds of the polish (the cost model of :mod:`cvxmetric.hinge`, double precision):
+    the free constraints' coordinates (two n_free x d x d products), the Gram matrix and its
+    downdates (n_free n_eq^2 / 2 multiply-adds each at most) and one Cholesky factor per round
+    (n_eq^3 / 3 each, ``POLISH_ROUNDS`` rounds)."""
+    return (COST_GEMM * 2.0 * n_free * d * d
+            + COST_DENSE * (float(n_free) * n_eq * n_eq + POLISH_ROUNDS * float(n_eq) ** 3 / 3.0))
 
 
 def polish_bytes(n_eq: int, n_free: int) -> float:

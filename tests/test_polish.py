@@ -251,3 +251,19 @@ def test_single_precision_pass_at_any_scale(a):
     scaled = _clamped_rounds(a * B, a * e0, y0, upper, np.float32)
     assert scaled is not None
     np.testing.assert_allclose(scaled, ref, rtol=0, atol=1e-9)
+
+
+def test_max_cost(near_solution):
+    """A plan whose modelled cost exceeds ``max_cost`` is declined (also before the eigendecomposition,
+    from the rank's lower bound); one within it is the plan without the limit; a negative or NaN
+    limit is a ValueError."""
+    import cvxmetric.hinge_certificates as hc
+    model, M, _, _, _ = near_solution
+    plan = model.polish_plan(M)
+    assert plan.cost == hc.polish_cost(model.d, plan.n_eq, plan.n_free)
+    assert model.polish_plan(M, max_cost=plan.cost).n_eq == plan.n_eq
+    assert model.polish_plan(M, max_cost=0.999 * plan.cost) is None
+    assert model.polish_plan(M, max_cost=0.0) is None
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="max_cost"):
+            model.polish_plan(M, max_cost=bad)
