@@ -267,3 +267,19 @@ def test_max_cost(near_solution):
     for bad in (-1.0, float("nan")):
         with pytest.raises(ValueError, match="max_cost"):
             model.polish_plan(M, max_cost=bad)
+
+
+def test_pdhg_prices_the_polish_at_its_residual_test(near_solution, monkeypatch):
+    """With no repair budget the polish runs only once the residual test holds, and only where it is
+    worth its cost (``POLISH_WORTH``): at worth 0 it never runs, and the bound (from the repair)
+    stays valid."""
+    import cvxmetric.solvers.pdhg as mod
+
+    model, _, _, _, (_, p_up) = near_solution
+    monkeypatch.setattr(mod, "REPAIR_BUDGET", 0.0)
+    priced = pdhg(model, tol=1e-4, residual_tol=1e-4)
+    monkeypatch.setattr(mod, "POLISH_WORTH", 0.0)
+    declined = pdhg(model, tol=1e-4, residual_tol=1e-4)
+    assert priced.info["polishes"] >= 1 and declined.info["polishes"] == 0
+    for res in (priced, declined):
+        assert res.lower_bound is not None and res.lower_bound <= p_up
