@@ -26,7 +26,8 @@ from .linalg import lambda_min_lower_bound, positive_eigenpairs, triu_indices
 
 __all__ = ["PD_RTOL", "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT",
            "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "POLISH_MEMORY_FLOOR",
-           "POLISH_MEMORY_RATIO", "PolishPlan", "restrict", "polish_cost", "polish_bytes", "problem_bytes", "polish_memory_cap",
+           "POLISH_MEMORY_RATIO", "PolishPlan", "restrict", "polish_cost", "polish_bytes", "problem_bytes",
+           "polish_memory_cap",
            "compute_basis", "compute_span", "trace_bound", "certify", "polish_plan", "complementary_multipliers"]
 
 #: The linear term restricted to the data span counts as positive definite (the q = 0 theta
@@ -111,10 +112,14 @@ POLISH_BYTES_PER_GRAM_ENTRY = 16
 #: The polish is declined where its memory (:func:`polish_bytes`) exceeds the larger of
 #: ``POLISH_MEMORY_FLOOR`` bytes and ``POLISH_MEMORY_RATIO`` times the problem's own
 #: (:func:`problem_bytes`): its equations number r(r+1)/2 + r(k-r), up to d(d+1)/2, so its arrays
-#: grow as d^4 while the problem's grow as n d + m (LMNN at d = 100 on 20,000 points: 5,050
-#: equations, 10,100 free multipliers, 1.2 GB against a problem of tens of MB; at d = 200 about
-#: 20,100 equations, 13 GB). The floor admits every polish measured to pay at d = 50 (1,065
-#: equations; up to 8,520 free multipliers after ``POLISH_GROWTH`` at 10^6 constraints: 163 MB).
+#: grow as d^4 while the problem's grow as n d + m (at d = 100 up to 5,050 equations and 10,100 free
+#: multipliers, 1.2 GB; at d = 200 up to 20,100 equations, 19 GB). The floor admits every polish
+#: measured to pay at d = 50 (1,065 equations; up to 8,520 free multipliers after ``POLISH_GROWTH``
+#: at 10^6 constraints: 163 MB). Measured with ``python -m benchmarks.lmnn_scale --peers none``
+#: (one BLAS thread; the final working set's polish, the cap, the run's peak memory with the
+#: polish, without it): 20,000 points at d = 100, 4,522 equations and 0.98 GB against a cap of
+#: 0.69 GB, peak 2.00 -> 1.34 GB; 3,000 points at d = 150, 9,047 equations and 3.9 GB against
+#: 0.26 GB, peak 4.09 -> 1.34 GB (each at the same iterations, certified within its tol).
 POLISH_MEMORY_FLOOR = 256e6
 POLISH_MEMORY_RATIO = 4.0
 #: Bytes per constraint of the problem (:func:`problem_bytes`): its two pairs' four row indices,
@@ -279,7 +284,7 @@ class PolishPlan:
     n_eq: int
     n_free: int
     cost: float
-    nbytes: float = 0.0
+    nbytes: float
 
 
 
