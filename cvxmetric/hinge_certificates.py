@@ -25,7 +25,9 @@ from .hinge import COST_DENSE, COST_GEMM
 from .linalg import lambda_min_lower_bound, positive_eigenpairs, triu_indices
 
 __all__ = ["PD_RTOL", "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT",
-           "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "PolishPlan", "restrict",
+           "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "POLISH_MEMORY_FLOOR",
+           "POLISH_MEMORY_RATIO", "PolishPlan", "restrict", "polish_cost", "polish_bytes", "problem_bytes",
+           "polish_memory_cap",
            "compute_basis", "compute_span", "trace_bound", "certify", "polish_plan", "complementary_multipliers"]
 
 #: The linear term restricted to the data span counts as positive definite (the q = 0 theta
@@ -100,6 +102,29 @@ POLISH_REFINE_RTOL = 1e-10
 #: ~1e299), where the single pass ran all its rounds before its refinement failed (0.35 s instead
 #: of 0.15 s for the polish).
 POLISH_SINGLE_MAX_SPREAD = 1e4
+#: The polish's memory, in bytes per entry of its arrays (:func:`polish_bytes`): the coefficients B
+#: of the free multipliers (n_free x n_eq) in double precision and, for the single-precision pass,
+#: a float32 copy (8 + 4), or in the double-precision pass a copy of B's free rows where a downdated
+#: factor fails (8 + 8: the larger of the two); the Gram matrix (n_eq x n_eq) and the copy that
+#: its Cholesky factor writes, in double precision at most (2 x 8).
+POLISH_BYTES_PER_B_ENTRY = 16
+POLISH_BYTES_PER_GRAM_ENTRY = 16
+#: The polish is declined where its memory (:func:`polish_bytes`) exceeds the larger of
+#: ``POLISH_MEMORY_FLOOR`` bytes and ``POLISH_MEMORY_RATIO`` times the problem's own
+#: (:func:`problem_bytes`): its equations number r(r+1)/2 + r(k-r), up to d(d+1)/2, so its arrays
+#: grow as d^4 while the problem's grow as n d + m (at d = 100 up to 5,050 equations and 10,100 free
+#: multipliers, 1.2 GB; at d = 200 up to 20,100 equations, 19 GB). The floor admits every polish
+#: measured to pay at d = 50 (1,065 equations; up to 8,520 free multipliers after ``POLISH_GROWTH``
+#: at 10^6 constraints: 163 MB). Measured with ``python -m benchmarks.lmnn_scale --peers none``
+#: (one BLAS thread; the final working set's polish, the cap, the run's peak memory with the
+#: polish, without it): 20,000 points at d = 100, 4,522 equations and 0.98 GB against a cap of
+#: 0.69 GB, peak 2.00 -> 1.34 GB; 3,000 points at d = 150, 9,047 equations and 3.9 GB against
+#: 0.26 GB, peak 4.09 -> 1.34 GB (each at the same iterations, certified within its tol).
+POLISH_MEMORY_FLOOR = 256e6
+POLISH_MEMORY_RATIO = 4.0
+#: Bytes per constraint of the problem (:func:`problem_bytes`): its two pairs' four row indices,
+#: its offset and weight, a multiplier and a margin (8 numbers of 8 bytes).
+PROBLEM_BYTES_PER_CONSTRAINT = 64
 
 def _nonzero_or_inf(v: np.ndarray) -> np.ndarray:
     """v with its non-positive entries replaced by inf (a divisor that turns them into 0)."""
@@ -145,7 +170,11 @@ def _clamped_rounds(B: np.ndarray, e0: np.ndarray, y0: np.ndarray, upper: np.nda
     b = float(np.abs(B).max(initial=0.0)) if single else 1.0
     if not (b > 0 and math.isfinite(b)):
         b = 1.0
-    B_f = (B / b).astype(dtype) if single else B
+    if single:     # B / b written straight into single precision (no double-precision temporary)
+        B_f = np.empty(B.shape, dtype=dtype)
+        np.divide(B, b, out=B_f, casting="same_kind")
+    else:
+        B_f = B
     n_eq = B.shape[1]
     ridge = POLISH_RIDGE_SINGLE if single else POLISH_RIDGE
 
@@ -247,13 +276,15 @@ class _Span:
 class PolishPlan:
     """A complementarity polish at one point (:meth:`~cvxmetric.models.HingeModel.polish_plan`): the basis ``Q = [V W]``
     of the data span with the range V of the point in its first ``r`` columns, the number of
-    equations and of free multipliers, and the modelled cost in seconds."""
+    equations and of free multipliers, the modelled cost in seconds and the memory in bytes
+    (:func:`polish_bytes`)."""
 
     Q: np.ndarray
     r: int
     n_eq: int
     n_free: int
     cost: float
+    nbytes: float
 
 
 
@@ -575,11 +606,16 @@ def _repair(model, y: np.ndarray, KTy: np.ndarray, span: _Span, steps: int, lam0
     return y, float(delta @ y), KTy
 
 
-def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[PolishPlan]:
+def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR,
+                max_cost: Optional[float] = None) -> Optional[PolishPlan]:
     """The computation of :meth:`HingeModel.polish_plan <cvxmetric.models.HingeModel.polish_plan>`."""
     free_factor = check_positive(free_factor, "free_factor")
     if free_factor < 1.0:
         raise ValueError(f"free_factor must be at least 1 (free multipliers per equation); got {free_factor}")
+    if max_cost is not None:
+        max_cost = float(max_cost)
+        if not max_cost >= 0.0:
+            raise ValueError(f"max_cost must be a non-negative number of modelled seconds (or None); got {max_cost}")
     if model.q > 0:
         return None
     M = as_square_symmetric(M, "M", d=model.d)
@@ -587,13 +623,18 @@ def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[P
     k = M_s.shape[0]
     # the rank from the eigenvalues alone: the eigenvectors only where the polish applies (at
     # d = 500-1000 it never does, and eigvalsh costs a third of eigh there)
-    def sizes(r):   # (equations, free multipliers), or None where the polish does not apply
+    cap = polish_memory_cap(model)
+
+    def sizes(r):   # (equations, free multipliers), or None where the polish does not apply or pay
         n_eq = r * (r + 1) // 2 + r * (k - r)
         n_free = int(math.ceil(free_factor * n_eq))
-        return (n_eq, n_free) if r > 0 and n_free <= model.m else None
+        fits = n_free <= model.m and polish_bytes(n_eq, n_free) <= cap
+        pays = max_cost is None or polish_cost(model.d, n_eq, n_free) <= max_cost
+        return (n_eq, n_free) if r > 0 and fits and pays else None
 
-    # the number of equations grows with r (r k - r (r - 1) / 2, r <= k): a proven lower bound on the
-    # rank that already has too many equations rejects the polish without an eigendecomposition
+    # the number of equations (and the memory) grows with r (r k - r (r - 1) / 2, r <= k): a proven
+    # lower bound on the rank that already has too many equations rejects the polish without an
+    # eigendecomposition
     r_low = range_rank_lower_bound(M_s)
     if r_low > 0 and sizes(r_low) is None:
         return None
@@ -603,9 +644,36 @@ def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional[P
     if sizes(r) is None:      # the eigenvalues of eigh and eigvalsh agree to round-off only
         return None
     n_eq, n_free = sizes(r)
-    cost = (COST_GEMM * 2 * n_free * model.d * model.d
-            + COST_DENSE * (n_free * n_eq * n_eq + POLISH_ROUNDS * n_eq ** 3 / 3.0))   # syrk/2 + downdates/2
-    return PolishPlan(Q, r, n_eq, n_free, cost)
+    return PolishPlan(Q, r, n_eq, n_free, polish_cost(model.d, n_eq, n_free), polish_bytes(n_eq, n_free))
+
+
+def polish_cost(d: int, n_eq: int, n_free: int) -> float:
+    """Modelled seconds of the polish (the cost model of :mod:`cvxmetric.hinge`, double precision):
+    the free constraints' coordinates (two n_free x d x d products), the Gram matrix and its
+    downdates (n_free n_eq^2 / 2 multiply-adds each at most) and one Cholesky factor per round
+    (n_eq^3 / 3 each, ``POLISH_ROUNDS`` rounds)."""
+    return (COST_GEMM * 2.0 * n_free * d * d
+            + COST_DENSE * (float(n_free) * n_eq * n_eq + POLISH_ROUNDS * float(n_eq) ** 3 / 3.0))
+
+
+def polish_bytes(n_eq: int, n_free: int) -> float:
+    """Bytes the polish allocates for ``n_eq`` equations and ``n_free`` free multipliers (an upper
+    estimate: ``POLISH_BYTES_PER_B_ENTRY`` per coefficient, ``POLISH_BYTES_PER_GRAM_ENTRY`` per
+    entry of the Gram matrix)."""
+    return float(POLISH_BYTES_PER_B_ENTRY) * n_free * n_eq + float(POLISH_BYTES_PER_GRAM_ENTRY) * n_eq * n_eq
+
+
+def problem_bytes(model) -> float:
+    """Bytes of the problem itself: its data X (n x d), a d x d point and
+    ``PROBLEM_BYTES_PER_CONSTRAINT`` per constraint."""
+    X = model.geometry.X
+    return 8.0 * (X.shape[0] * X.shape[1] + model.d * model.d) + float(PROBLEM_BYTES_PER_CONSTRAINT) * model.m
+
+
+def polish_memory_cap(model) -> float:
+    """The most memory a polish of ``model`` may take: the larger of ``POLISH_MEMORY_FLOOR`` and
+    ``POLISH_MEMORY_RATIO`` times :func:`problem_bytes`."""
+    return max(POLISH_MEMORY_FLOOR, POLISH_MEMORY_RATIO * problem_bytes(model))
 
 
 def complementary_multipliers(model, M, y, *, Ky: Optional[np.ndarray] = None,

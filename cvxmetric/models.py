@@ -308,15 +308,21 @@ class HingeModel:
                              lambda_min_estimate=lambda_min_estimate)
 
     # ------------------------------------------------------------------ complementarity polish
-    def polish_plan(self, M, free_factor: float = POLISH_FREE_FACTOR) -> Optional["PolishPlan"]:
-        """The sizes and modelled cost of :meth:`complementary_multipliers` at the PSD point ``M``
-        (the range of M on the data span, at ``POLISH_RANK_RTOL``), or None where it does not
-        apply: q > 0, M = 0, or fewer than ``free_factor`` constraints per equation. A caller
-        prices it (``plan.cost``, seconds of the cost model of :mod:`cvxmetric.hinge`: the free
-        constraints' coordinates, the equations' Gram matrix and its downdates, a Cholesky factor
-        per round, all in double precision: a conservative price of the single-precision pass,
-        ``POLISH_SINGLE_PRECISION``) and passes it on to :meth:`complementary_multipliers`."""
-        return _cert.polish_plan(self, M, free_factor)
+    def polish_plan(self, M, free_factor: float = POLISH_FREE_FACTOR,
+                    max_cost: Optional[float] = None) -> Optional["PolishPlan"]:
+        """The sizes, modelled cost and memory of :meth:`complementary_multipliers` at the PSD point
+        ``M`` (the range of M on the data span, at ``POLISH_RANK_RTOL``), or None where it does not
+        apply: q > 0, M = 0, fewer than ``free_factor`` constraints per equation, a memory above
+        the cap (:func:`~cvxmetric.hinge_certificates.polish_memory_cap`: the equations number up to
+        d(d+1)/2, and the polish's arrays grow as d^4), or a modelled cost above ``max_cost``
+        (seconds; None: any). The cost (``plan.cost``, seconds of the cost model of
+        :mod:`cvxmetric.hinge`: the free constraints' coordinates, the equations' Gram matrix and its
+        downdates, a Cholesky factor of n_eq^3/3 multiply-adds per round, all in double precision:
+        a conservative price of the single-precision pass, ``POLISH_SINGLE_PRECISION``) grows with
+        the rank, so a proven lower bound on the rank that already costs too much declines the
+        polish without an eigendecomposition. A caller prices it against what it would save and
+        passes the plan on to :meth:`complementary_multipliers`."""
+        return _cert.polish_plan(self, M, free_factor, max_cost)
 
     def complementary_multipliers(self, M, y, *, Ky: Optional[np.ndarray] = None,
                                   margins: Optional[np.ndarray] = None, free_factor: float = POLISH_FREE_FACTOR,

@@ -254,6 +254,17 @@ POLISH_GROWTH = 2.0
 #: the candidates at 10^6: 30-33 once the iterate settles; at small sizes early failures come at
 #: ranks 2, 4, 9.
 POLISH_RANK_STABLE = 0.1
+#: Once the residual test holds (the stop then waits for the certificate) the polish runs where its
+#: modelled cost is at most this multiple of the modelled cost of the iterations so far: what a
+#: polish that certifies saves is the certificate's lag, measured at half the run (syn-d50-m10000:
+#: 336 -> 224 iterations to a certified 1e-4), and a polish costing more than that cannot pay.
+#: Measured (one BLAS thread): syn-d50-m10000's polish at its residual test, modelled 0.2 s against
+#: a worth of 0.43 s, runs (144 iterations, certified 6.9e-5); LMNN (``python -m
+#: benchmarks.lmnn_scale --peers none``, the final working set's polish) at d = 100 on 20,000
+#: points modelled 15.1 s (measured 13.4 CPU s) against 12.5 s, at d = 150 on 3,000 points 121 s
+#: (measured 64 CPU s) against 2.6 s: both declined (by the memory cap as well), the run's CPU
+#: seconds 68 -> 54 and 92 -> 26 at the same 32 and 64 iterations, certified 5.9e-3 and 9.4e-3 (tol 1e-2).
+POLISH_WORTH = 0.5
 #: The projection paths of a step (:func:`pdhg`'s ``projection``): by the cost model, or forced.
 PROJECTIONS = ("auto", "dense", "lowrank")
 #: Columns of the tracked basis of the low-rank projection beyond the iterate's rank r: at least
@@ -1141,8 +1152,10 @@ class PDHGState:
         residual test holds (then the stop waits for the certificate), or the candidate's relative
         restart error fell by ``REPAIR_DECAY`` since the last improvement and its modelled cost
         stays within ``REPAIR_BUDGET``. Plans the polish at the candidate (its own rank on the data
-        span: ``_plan``) and sets ``_repair_allowed``: whether the (dearer) targeted repair may follow
-        a polish that failed or gained nothing."""
+        span: ``_plan``; at the residual test only where its modelled cost is within ``POLISH_WORTH``
+        of the iterations', and where its memory is within the cap of
+        :meth:`~cvxmetric.models.HingeModel.polish_plan`) and sets ``_repair_allowed``: whether the
+        (dearer) targeted repair may follow a polish that failed or gained nothing."""
         geom = self.model.geometry
         kkt = max(cand.rel_dual, cand.rel_err) <= tol
         if not kkt and cand.rel_err > REPAIR_DECAY * self.err_at_repair:
@@ -1155,9 +1168,13 @@ class PDHGState:
         support = int(np.count_nonzero(cand.y))    # the repair runs over the support of y, twice a step
         self._repair_estimate = REPAIR_STEPS * (2.0 * geom.rank_one_cost(max(cand.n_neg, 1), n_rows=support)
                                                 + geom.product_cost("Kt") + COST_EIGH * geom.d ** 3)
-        self._plan = self.model.polish_plan(cand.M, self.polish_free_factor) if POLISH_CERTIFICATE else None
+        run = self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
+        # at the residual test the polish is priced against the iterations it would save
+        worth = POLISH_WORTH * run if kkt else None
+        self._plan = self.model.polish_plan(cand.M, self.polish_free_factor, max_cost=worth) \
+            if POLISH_CERTIFICATE else None
         polish = None if self._plan is None else self._plan.cost + geom.product_cost("Kt")
-        budget = REPAIR_BUDGET * self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
+        budget = REPAIR_BUDGET * run
         self._repair_allowed = kkt or self.repair_cost + (polish or 0.0) + self._repair_estimate <= budget
         return kkt or self.repair_cost + (self._repair_estimate if polish is None else polish) <= budget
 

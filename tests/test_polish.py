@@ -89,6 +89,27 @@ def test_declines_where_it_does_not_apply(near_solution):
         model.complementary_multipliers(M[:-1], y)
 
 
+def test_memory_cap(near_solution, monkeypatch):
+    """The plan states its memory; a polish whose memory exceeds the cap (the floor, or the ratio to
+    the problem's own bytes) is declined, and the same plan fits again under a cap above it."""
+    import cvxmetric.hinge_certificates as hc
+    model, M, y, _, _ = near_solution
+    plan = model.polish_plan(M)
+    assert plan.nbytes == hc.polish_bytes(plan.n_eq, plan.n_free)
+    assert plan.nbytes >= 16.0 * plan.n_free * plan.n_eq            # B and its copy, 8 bytes each
+    assert hc.polish_memory_cap(model) >= hc.POLISH_MEMORY_RATIO * hc.problem_bytes(model)
+    monkeypatch.setattr(hc, "POLISH_MEMORY_FLOOR", plan.nbytes - 1.0)
+    monkeypatch.setattr(hc, "POLISH_MEMORY_RATIO", 0.0)
+    assert model.polish_plan(M) is None
+    assert model.complementary_multipliers(M, y) is None
+    monkeypatch.setattr(hc, "POLISH_MEMORY_FLOOR", plan.nbytes)
+    assert model.polish_plan(M).n_eq == plan.n_eq
+    # the ratio to the problem's bytes admits it where the floor alone would not
+    monkeypatch.setattr(hc, "POLISH_MEMORY_FLOOR", 0.0)
+    monkeypatch.setattr(hc, "POLISH_MEMORY_RATIO", (1.0 + 1e-12) * plan.nbytes / hc.problem_bytes(model))
+    assert model.polish_plan(M) is not None
+
+
 @pytest.mark.parametrize("a, k", [(1e-3, 1.0), (1e3, 1.0), (1.0, 1e-6), (1.0, 1e6)])
 def test_scales_with_the_problem(near_solution, a, k):
     """X -> a X with R -> a^2 R (M -> M / a^2, same multipliers), and all weights times k
@@ -230,3 +251,35 @@ def test_single_precision_pass_at_any_scale(a):
     scaled = _clamped_rounds(a * B, a * e0, y0, upper, np.float32)
     assert scaled is not None
     np.testing.assert_allclose(scaled, ref, rtol=0, atol=1e-9)
+
+
+def test_max_cost(near_solution):
+    """A plan whose modelled cost exceeds ``max_cost`` is declined (also before the eigendecomposition,
+    from the rank's lower bound); one within it is the plan without the limit; a negative or NaN
+    limit is a ValueError."""
+    import cvxmetric.hinge_certificates as hc
+    model, M, _, _, _ = near_solution
+    plan = model.polish_plan(M)
+    assert plan.cost == hc.polish_cost(model.d, plan.n_eq, plan.n_free)
+    assert model.polish_plan(M, max_cost=plan.cost).n_eq == plan.n_eq
+    assert model.polish_plan(M, max_cost=0.999 * plan.cost) is None
+    assert model.polish_plan(M, max_cost=0.0) is None
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="max_cost"):
+            model.polish_plan(M, max_cost=bad)
+
+
+def test_pdhg_prices_the_polish_at_its_residual_test(near_solution, monkeypatch):
+    """With no repair budget the polish runs only once the residual test holds, and only where it is
+    worth its cost (``POLISH_WORTH``): at worth 0 it never runs, and the bound (from the repair)
+    stays valid."""
+    import cvxmetric.solvers.pdhg as mod
+
+    model, _, _, _, (_, p_up) = near_solution
+    monkeypatch.setattr(mod, "REPAIR_BUDGET", 0.0)
+    priced = pdhg(model, tol=1e-4, residual_tol=1e-4)
+    monkeypatch.setattr(mod, "POLISH_WORTH", 0.0)
+    declined = pdhg(model, tol=1e-4, residual_tol=1e-4)
+    assert priced.info["polishes"] >= 1 and declined.info["polishes"] == 0
+    for res in (priced, declined):
+        assert res.lower_bound is not None and res.lower_bound <= p_up
