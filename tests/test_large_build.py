@@ -126,7 +126,7 @@ def test_chunked_passes_equal_unchunked(monkeypatch):
     # the direct formulas: |u|^2, |v|^2 and ||u u^T - v v^T||_F from full (m, d) differences
     idx = cons.idx
     U, W = X[idx[:, 0]] - X[idx[:, 1]], X[idx[:, 2]] - X[idx[:, 3]]
-    a, b, uv = (U * U).sum(1), (W * W).sum(1), (U * W).sum(1)
+    a, b = (U * U).sum(1), (W * W).sum(1)
     np.testing.assert_allclose(ref[1][0], a, rtol=RTOL)
     np.testing.assert_allclose(ref[1][1], b, rtol=RTOL)
     direct = np.array([np.linalg.norm(np.outer(u, u) - np.outer(w, w)) for u, w in zip(U, W)])
