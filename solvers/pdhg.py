@@ -515,13 +515,19 @@ def _operator_norm(op: "_ScaledOperator", model: HingeModel, n_iter: int, seed) 
     product at all). Both are lower estimates converging to :math:`\|K'\|_2` (the largest
     eigenvalue of either product is :math:`\|K'\|_2^2`)."""
     geom = model.geometry
-    halves = geom.u_rows.size + geom.v_rows.size
-    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
-                         geom.product_cost("Kt"))
-    if not costs["gram"] < costs["dense"]:
+    if not _norm_by_gram(geom, n_iter):
         return estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed)
     normal, s = geom.normal_operator(), op.s
     return estimate_norm_from_normal(lambda y: normal(y / s) / s, model.m, n_iter=n_iter, seed=seed)
+
+
+def _norm_by_gram(geom, n_iter: int) -> bool:
+    """Whether :func:`_operator_norm` iterates on :math:`K' K'^*` through the points' Gram matrix
+    (cost model :func:`cvxmetric.hinge.normal_costs`; a function of the sizes alone)."""
+    halves = geom.u_rows.size + geom.v_rows.size
+    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
+                         geom.product_cost("Kt"))
+    return costs["gram"] < costs["dense"]
 
 
 def estimate_norm_from_normal(normal: Callable, m: int, *, n_iter: int = POWER_ITERATIONS, seed=0) -> float:
@@ -1534,9 +1540,13 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     M, y = _start(model, M0, y0)
     if congruence is not None:
         model, M = congruence.model, congruence.twin_point(M)
+    estimate = step_size is None or not adaptive_step
+    n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
+    if estimate and _norm_by_gram(model.geometry, n_iter):
+        # the power iteration reads the points' Gram matrix: formed first, the row norms read it too
+        model.geometry.points_gram()
     op = _ScaledOperator(model)
-    if step_size is None or not adaptive_step:
-        n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
+    if estimate:
         norm_K = _operator_norm(op, model, n_iter, seed) or 1.0
         eta = 0.99 / norm_K
     else:
