@@ -602,15 +602,8 @@ def _ruiz_factors(geom) -> Optional[np.ndarray]:
     for _ in range(EQUILIBRATION_PASSES):
         gamma = np.zeros(geom.d)
         for start in range(0, geom.m, GATHER_CHUNK):
-            u, v = geom.difference_vectors(rows[start:start + GATHER_CHUNK])
-            u *= D
-            v *= D
-            uu, vv = np.einsum("ij,ij->i", u, u), np.einsum("ij,ij->i", v, v)
-            uv = np.einsum("ij,ij->i", u, v)
-            norm = np.sqrt(np.maximum(uu * uu + vv * vv - 2.0 * uv * uv, 0.0))
-            keep = norm > 0
-            gamma += np.sum(((u[keep] ** 2 - v[keep] ** 2) / norm[keep, None]) ** 2, axis=0)
-        gamma = np.sqrt(gamma)
+            gamma += _ruiz_block(*geom.difference_vectors(rows[start:start + GATHER_CHUNK]), D * D)
+        gamma = D * D * np.sqrt(gamma)
         if used is None:   # a feature constant over every constraint has exact zeros
             used = gamma > 0
             if not np.any(used):
@@ -621,6 +614,25 @@ def _ruiz_factors(geom) -> Optional[np.ndarray]:
             break
     D[~used] = D[used].min()
     return D
+
+
+def _ruiz_block(u: np.ndarray, v: np.ndarray, D2: np.ndarray) -> np.ndarray:
+    r""":math:`\sum_c (u_c \circ u_c - v_c \circ v_c)^{\circ 2} / \|D A_c D\|_F^2` over a block of
+    rows (shape (d,); rows with :math:`D A_c D = 0` left out), the difference vectors overwritten.
+
+    With :math:`D^2` = ``D2``: :math:`\|D A_c D\|_F^2 = (u^\top D^2 u)^2 + (v^\top D^2 v)^2 - 2
+    (u^\top D^2 v)^2`, the three weighted products as matrix-vector products of the squared and
+    multiplied vectors with :math:`D^2`; the column sums as one transposed product.
+    """
+    uv = u * v
+    u *= u
+    v *= v
+    uu, vv, cross = u @ D2, v @ D2, uv @ D2
+    norm2 = np.maximum(uu * uu + vv * vv - 2.0 * cross * cross, 0.0)
+    weight = np.divide(1.0, norm2, out=np.zeros_like(norm2), where=norm2 > 0)
+    u -= v
+    u *= u
+    return weight @ u
 
 
 class _Score:
