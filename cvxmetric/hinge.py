@@ -83,6 +83,13 @@ COST_BUILD = 1.5e-7
 COST_SUBSET_PAIR = 4.0e-8
 #: The Gram form of the points path stores an n x n matrix: not beyond this many points.
 GRAM_MAX_POINTS = 4096
+#: :meth:`QuadrupletGeometry.frobenius_norms` reads a row's products from Gram entries, each with a
+#: rounding error of about :math:`\sqrt{d}\,\epsilon\,s` (s: the squared norms of the row's four
+#: centred points), so :math:`\|A\|_F^2` carries an error of about :math:`16 \sqrt{d}\,\epsilon\,
+#: s^2`; a row with :math:`\|A\|_F^2` below this fraction of :math:`s^2` is recomputed from its
+#: difference vectors, so every row keeps a relative error below :math:`10^{-6}` up to
+#: :math:`d = 10^5` (16 x 316 x 2.2e-16 / 1e-6 = 1.1e-6 at most; typically far less).
+GRAM_CANCELLATION = 1.0e-6
 #: Rows per chunk of the pair gathers (keeps the gathered blocks in cache).
 GATHER_CHUNK = 8192
 #: Arrays of at least this many doubles (32 MB, glibc's largest threshold for serving an allocation
@@ -535,6 +542,7 @@ class QuadrupletGeometry:
         self._ends = None    # per constraint, the pair table endpoints of its halves (_pair_ends)
         self._norms = None   # frobenius_norms, computed on first use
         self._rows_work = None   # a kept (m,) work array (_row_array)
+        self._gram = None   # the Gram matrix of the pair table's points (points_gram), formed on request
 
     def _positions(self, rows: np.ndarray) -> np.ndarray:
         pos = np.full(self.m, -1, dtype=index_dtype(self.m))
@@ -596,6 +604,7 @@ class QuadrupletGeometry:
         out._U = None if self._U is None else np.concatenate([self._U, new.U])
         out._V = None if self._V is None else np.concatenate([self._V, new.V])
         out._pairs = out._ends = out._rows_work = None
+        out._gram = None   # the pair table (and its points) are those of the extended rows
         out._norms = None if self._norms is None else np.concatenate([self._norms, new.frobenius_norms()])
         return out
 
@@ -678,15 +687,29 @@ class QuadrupletGeometry:
         a, b, _ = self._length_products(cross=False)
         return a, b
 
+    def points_gram(self) -> np.ndarray:
+        r"""The Gram matrix :math:`G = X_c X_c^\top` (n x n) of the pair table's centred points
+        (:meth:`pair_table`), formed on the first call and kept while the geometry lives (the
+        power iteration of :meth:`normal_operator` and the row norms of :meth:`frobenius_norms` read
+        the same one)."""
+        if self._gram is None:
+            Xc = self.pair_table()[0].Xc
+            self._gram = Xc @ Xc.T
+        return self._gram
+
     def _length_products(self, cross: bool) -> tuple:
         r""":math:`\|u_q\|^2`, :math:`\|v_q\|^2` and (with ``cross``) :math:`u_q^\top v_q` per
         constraint, shape (m,) each, in one pass over blocks of ``GATHER_CHUNK`` rows
         (:meth:`difference_vectors`: no (m, d) array); ``None`` for the product without ``cross``."""
-        a, b = np.empty(self.m), np.empty(self.m)
-        uv = np.empty(self.m) if cross else None
-        for s in range(0, self.m, GATHER_CHUNK):
-            sl = slice(s, min(s + GATHER_CHUNK, self.m))
-            Du, Dv = self.difference_vectors(np.arange(sl.start, sl.stop))
+        return self._gathered_length_products(np.arange(self.m), cross)
+
+    def _gathered_length_products(self, rows: np.ndarray, cross: bool) -> tuple:
+        """:meth:`_length_products` of ``rows`` (ints)."""
+        a, b = np.empty(rows.size), np.empty(rows.size)
+        uv = np.empty(rows.size) if cross else None
+        for s in range(0, rows.size, GATHER_CHUNK):
+            sl = slice(s, min(s + GATHER_CHUNK, rows.size))
+            Du, Dv = self.difference_vectors(rows[sl])
             a[sl] = np.einsum("ij,ij->i", Du, Du)
             b[sl] = np.einsum("ij,ij->i", Dv, Dv)
             if cross:
@@ -875,7 +898,7 @@ class QuadrupletGeometry:
         (:func:`normal_costs`).
         """
         table, pu, pv = self.pair_table()
-        G = table.Xc @ table.Xc.T
+        G = self.points_gram()
         rows = max(1, (1 << 20) // max(table.n, 1))   # gathered blocks of about 8 MB
 
         def apply(coef: np.ndarray) -> np.ndarray:
@@ -979,17 +1002,51 @@ class QuadrupletGeometry:
 
     def frobenius_norms(self) -> np.ndarray:
         r""":math:`\|A_q\|_F = \|u u^\top - v v^\top\|_F = \sqrt{|u|^4 + |v|^4 - 2 (u^\top v)^2}`
-        per constraint, shape (m,) (0 for an empty row), in blocks of ``GATHER_CHUNK`` rows; computed
-        once (a copy is returned)."""
+        per constraint, shape (m,) (0 for an empty row); computed once (a copy is returned).
+
+        Notes
+        -----
+        When the points' Gram matrix has been formed (:meth:`points_gram`), the three products come
+        from its entries: with the pair table's endpoints :math:`u = x_i - x_j`, :math:`v = x_k - x_l`,
+
+        .. math::
+            \|u\|^2 = G_{ii} + G_{jj} - 2 G_{ij}, \qquad
+            u^\top v = G_{ik} - G_{il} - G_{jk} + G_{jl},
+
+        :math:`O(m)` gathers and no d-dimensional work per row (a degenerate half has both endpoints
+        at the same point: exactly 0). The rows where these differences cancel
+        (``GRAM_CANCELLATION``) are recomputed from their difference vectors. Without a formed Gram
+        matrix, one pass over blocks of ``GATHER_CHUNK`` rows of difference vectors.
+        """
         if self._norms is None:
-            a, b, uv = self._length_products(cross=True)
-            a *= a
-            b *= b
-            a += b
-            uv *= uv
-            a -= 2.0 * uv
-            self._norms = np.sqrt(np.maximum(a, 0.0, out=a), out=a)
+            if self._gram is None:
+                a, b, uv = self._length_products(cross=True)
+                self._norms = _norms_from_products(a, b, uv)
+            else:
+                self._norms = self._gram_frobenius_norms()
         return self._norms.copy()
+
+    def _gram_frobenius_norms(self) -> np.ndarray:
+        """:meth:`frobenius_norms` from the kept Gram matrix, the cancelling rows from their
+        difference vectors."""
+        G = self._gram
+        n = G.shape[0]
+        flat, diag = G.ravel(), np.diagonal(G)
+        i, j, k, l = (np.asarray(e, dtype=np.int64) for e in self._pair_ends())
+
+        def entry(p, q):
+            return flat[p * n + q]
+
+        scale = diag[i] + diag[j] + diag[k] + diag[l]   # the squared norms the entries carry
+        a = diag[i] + diag[j] - 2.0 * entry(i, j)
+        b = diag[k] + diag[l] - 2.0 * entry(k, l)
+        uv = entry(i, k) - entry(i, l) - entry(j, k) + entry(j, l)
+        norms = _norms_from_products(np.maximum(a, 0.0), np.maximum(b, 0.0), uv)
+        scale *= scale
+        redo = np.flatnonzero(norms * norms < GRAM_CANCELLATION * scale)
+        if redo.size:
+            norms[redo] = _norms_from_products(*self._gathered_length_products(redo, cross=True))
+        return norms
 
     def apply(self, coef: np.ndarray, v: np.ndarray) -> np.ndarray:
         r"""Matrix-free product :math:`\big(\sum_q c_q (C_{ij} - C_{kl})\big) v` (no d x d matrix).
@@ -1025,6 +1082,16 @@ class QuadrupletGeometry:
         if self.v_rows.size:
             A[self.v_rows] -= svec_outer(self.V)
         return A
+
+
+def _norms_from_products(a: np.ndarray, b: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    r""":math:`\sqrt{a^2 + b^2 - 2 uv^2}` (clipped at 0), written over ``a``."""
+    a *= a
+    b *= b
+    a += b
+    uv *= uv
+    a -= 2.0 * uv
+    return np.sqrt(np.maximum(a, 0.0, out=a), out=a)
 
 
 class HingeLoss:

@@ -526,13 +526,19 @@ def _operator_norm(op: "_ScaledOperator", model: HingeModel, n_iter: int, seed) 
     product at all). Both are lower estimates converging to :math:`\|K'\|_2` (the largest
     eigenvalue of either product is :math:`\|K'\|_2^2`)."""
     geom = model.geometry
-    halves = geom.u_rows.size + geom.v_rows.size
-    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
-                         geom.product_cost("Kt"))
-    if not costs["gram"] < costs["dense"]:
+    if not _norm_by_gram(geom, n_iter):
         return estimate_operator_norm(op.apply, op.adjoint, model.d, n_iter=n_iter, seed=seed)
     normal, s = geom.normal_operator(), op.s
     return estimate_norm_from_normal(lambda y: normal(y / s) / s, model.m, n_iter=n_iter, seed=seed)
+
+
+def _norm_by_gram(geom, n_iter: int) -> bool:
+    """Whether :func:`_operator_norm` iterates on :math:`K' K'^*` through the points' Gram matrix
+    (cost model :func:`cvxmetric.hinge.normal_costs`; a function of the sizes alone)."""
+    halves = geom.u_rows.size + geom.v_rows.size
+    costs = normal_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, n_iter, geom.product_cost("K"),
+                         geom.product_cost("Kt"))
+    return costs["gram"] < costs["dense"]
 
 
 def estimate_norm_from_normal(normal: Callable, m: int, *, n_iter: int = POWER_ITERATIONS, seed=0) -> float:
@@ -607,15 +613,8 @@ def _ruiz_factors(geom) -> Optional[np.ndarray]:
     for _ in range(EQUILIBRATION_PASSES):
         gamma = np.zeros(geom.d)
         for start in range(0, geom.m, GATHER_CHUNK):
-            u, v = geom.difference_vectors(rows[start:start + GATHER_CHUNK])
-            u *= D
-            v *= D
-            uu, vv = np.einsum("ij,ij->i", u, u), np.einsum("ij,ij->i", v, v)
-            uv = np.einsum("ij,ij->i", u, v)
-            norm = np.sqrt(np.maximum(uu * uu + vv * vv - 2.0 * uv * uv, 0.0))
-            keep = norm > 0
-            gamma += np.sum(((u[keep] ** 2 - v[keep] ** 2) / norm[keep, None]) ** 2, axis=0)
-        gamma = np.sqrt(gamma)
+            gamma += _ruiz_block(*geom.difference_vectors(rows[start:start + GATHER_CHUNK]), D * D)
+        gamma = D * D * np.sqrt(gamma)
         if used is None:   # a feature constant over every constraint has exact zeros
             used = gamma > 0
             if not np.any(used):
@@ -626,6 +625,25 @@ def _ruiz_factors(geom) -> Optional[np.ndarray]:
             break
     D[~used] = D[used].min()
     return D
+
+
+def _ruiz_block(u: np.ndarray, v: np.ndarray, D2: np.ndarray) -> np.ndarray:
+    r""":math:`\sum_c (u_c \circ u_c - v_c \circ v_c)^{\circ 2} / \|D A_c D\|_F^2` over a block of
+    rows (shape (d,); rows with :math:`D A_c D = 0` left out), the difference vectors overwritten.
+
+    With :math:`D^2` = ``D2``: :math:`\|D A_c D\|_F^2 = (u^\top D^2 u)^2 + (v^\top D^2 v)^2 - 2
+    (u^\top D^2 v)^2`, the three weighted products as matrix-vector products of the squared and
+    multiplied vectors with :math:`D^2`; the column sums as one transposed product.
+    """
+    uv = u * v
+    u *= u
+    v *= v
+    uu, vv, cross = u @ D2, v @ D2, uv @ D2
+    norm2 = np.maximum(uu * uu + vv * vv - 2.0 * cross * cross, 0.0)
+    weight = np.divide(1.0, norm2, out=np.zeros_like(norm2), where=norm2 > 0)
+    u -= v
+    u *= u
+    return weight @ u
 
 
 class _Score:
@@ -1551,9 +1569,13 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     M, y = _start(model, M0, y0)
     if congruence is not None:
         model, M = congruence.model, congruence.twin_point(M)
+    estimate = step_size is None or not adaptive_step
+    n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
+    if estimate and _norm_by_gram(model.geometry, n_iter):
+        # the power iteration reads the points' Gram matrix: formed first, the row norms read it too
+        model.geometry.points_gram()
     op = _ScaledOperator(model)
-    if step_size is None or not adaptive_step:
-        n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
+    if estimate:
         norm_K = _operator_norm(op, model, n_iter, seed) or 1.0
         eta = 0.99 / norm_K
     else:

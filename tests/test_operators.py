@@ -177,3 +177,31 @@ def test_kept_pair_weights_equal_the_counted_ones(monkeypatch):
     M = M @ M.T
     assert _rel(geom.values(M, path="points"), geom.values(M, path="differences")) <= PATH_RTOL
     assert _rel(geom.values(M, path="points"), geom.values(M, path="points")) == 0.0
+
+
+#: Row norms from Gram entries keep a relative error below 1e-6 by construction (GRAM_CANCELLATION);
+#: on these small instances they agree to about 1e-13 per row.
+GRAM_NORM_RTOL = 1e-9
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_row_norms_through_the_gram_entries_equal_the_difference_vector_definition(offset):
+    """||A_c||_F from the points' Gram matrix, row by row, against ||u u^T - v v^T||_F of the
+    difference vectors: quadruplets, pairs (a degenerate half), a row with both halves on one pair
+    (A = 0) and a near-duplicate pair whose Gram entries cancel (recomputed from its vectors)."""
+    base = _geometry(seed=4)
+    X = base.X.copy()
+    X[5] = X[4] + 1e-7 * np.arange(X.shape[1])   # ||x_4 - x_5||^2 ~ 1e-11 of ||x_4||^2
+    cons = base.constraints + ConstraintSet.from_quadruplets([[4, 5, 6, 7], [4, 5, 5, 4]])
+    g = QuadrupletGeometry(X + offset, cons)
+    X_before = g.X.copy()
+    direct = np.array([np.linalg.norm(np.outer(g.X[i] - g.X[j], g.X[i] - g.X[j])
+                                      - np.outer(g.X[k] - g.X[l], g.X[k] - g.X[l])) for i, j, k, l in cons.idx])
+    g.points_gram()
+    got = g.frobenius_norms()
+    np.testing.assert_array_equal(g.X, X_before)
+    assert got[-1] == 0.0 and got[-2] > 0.0
+    np.testing.assert_array_less(np.abs(got - direct), GRAM_NORM_RTOL * direct + 1e-300 + (direct == 0))
+    fresh = QuadrupletGeometry(X + offset, cons)   # the gathered route (no Gram matrix formed)
+    assert fresh._gram is None
+    np.testing.assert_allclose(fresh.frobenius_norms(), got, rtol=GRAM_NORM_RTOL, atol=0.0)

@@ -433,6 +433,25 @@ def test_congruent_twin_has_the_same_values():
         model.congruent(np.array([1.0, 0.0, 1.0, 1.0, 1.0]))
 
 
+def test_ruiz_block_is_the_column_norm_of_the_scaled_rows():
+    """A Ruiz pass's column sums from the vectors' weighted products equal the definition on the
+    explicit matrices: sum_c (diag(D A_c D) / ||D A_c D||_F)^2, a zero row (u = v) left out."""
+    from cvxmetric.solvers.pdhg import _ruiz_block
+
+    rng = np.random.default_rng(8)
+    u, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 4))
+    v[2] = u[2]    # A = 0
+    v[4] = 0.0     # a pair row
+    D = rng.uniform(0.5, 2.0, 4)
+    want = np.zeros(4)
+    for a, b in zip(u, v):
+        S = np.diag(D) @ (np.outer(a, a) - np.outer(b, b)) @ np.diag(D)
+        if np.linalg.norm(S) > 0:
+            want += (np.diag(S) / np.linalg.norm(S)) ** 2
+    got = D ** 4 * _ruiz_block(u.copy(), v.copy(), D * D)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 def test_equilibration_only_where_units_spread():
     """Well-scaled data keep the plain iteration; features in units 10^-3 ... 10^3 get a twin with
     factors (powers of two) spread within the cap, its certificate kept."""
