@@ -120,19 +120,26 @@ def mmc_ascent(model: MMCModel, *, M0=None, tol: float = DEFAULT_TOL, max_iter: 
         M = 0.5 * (M + M.T)
     else:
         M, info = _ascent(model, M0, tol, max_iter, check_every, callback)
-    # the certificate of the returned point, from scratch in the original coordinates
-    M_min = model.make_feasible(M)
-    objective = model.value(M_min)
-    lower = model.lower_bound(M_min)
-    f_max = model.similar_sum(M)
-    p_max = model.max_form_value(M)
+    return _certified_result("mmc-ascent", model, M, info, tol, t_start,
+                             lambda M_min, lower: {"p_max_upper": 1.0 / np.sqrt(lower) if lower > 0 else np.inf,
+                                                   "p_min_lower": float(lower), "M_max": M,
+                                                   "f_max_form": model.similar_sum(M), "whiten": whiten})
+
+
+def _certified_result(name, model, point, info, tol, t_start, extra_info):
+    """The result of an MMC ascent: the max-form ``point`` (a matrix, or the diagonal model's vector) moved onto
+    the min form's feasible set and certified from scratch in the original coordinates
+    (:class:`cvxmetric.mmc._RayModel`'s ``make_feasible``, ``value``, ``lower_bound``);
+    ``extra_info(feasible point, lower bound)`` adds the solver's own ``info`` entries."""
+    feasible = model.make_feasible(point)
+    lower = model.lower_bound(feasible)
     return make_result(
-        "mmc-ascent", objective=objective, measure="certified_gap", tol=tol, stop_reason=info["stop"],
-        M=M_min, lower_bound=lower, multipliers=np.array([2.0 * model.similar_sum(M_min)]),
+        name, objective=model.value(feasible), measure="certified_gap", tol=tol, stop_reason=info["stop"],
+        M=feasible if feasible.ndim == 2 else np.diag(feasible), lower_bound=lower,
+        multipliers=np.array([2.0 * model.similar_sum(feasible)]),
         n_iter=info["n_iter"], history=info["history"], time=time.perf_counter() - t_start,
-        info={"p_max": float(p_max), "p_max_upper": 1.0 / np.sqrt(lower) if lower > 0 else np.inf,
-              "p_min_lower": float(lower), "M_max": M, "projections": info["projections"],
-              "f_max_form": f_max, "whiten": whiten})
+        info={"p_max": float(model.max_form_value(point)), "projections": info["projections"],
+              **extra_info(feasible, lower)})
 
 
 def _start_on_boundary(model: MMCModel, M0: np.ndarray) -> np.ndarray:
@@ -333,15 +340,8 @@ def mmc_diagonal_ascent(model: DiagonalMMCModel, *, a0=None, tol: float = DEFAUL
     b, info = _diagonal_ascent(R, model.wD, b, tol, max_iter, check_every, callback, act, s, model.d)
     a = np.zeros(model.d)
     a[act] = b / s
-    a_min = model.make_feasible(a)
-    objective = model.value(a_min)
-    lower = model.lower_bound(a_min)
-    p_max = model.max_form_value(a)
-    return make_result(
-        "mmc-diagonal-ascent", objective=objective, measure="certified_gap", tol=tol, stop_reason=info["stop"],
-        M=np.diag(a_min), lower_bound=lower, multipliers=np.array([2.0 * model.similar_sum(a_min)]),
-        n_iter=info["n_iter"], history=info["history"], time=time.perf_counter() - t_start,
-        info={"a": a_min, "p_max": float(p_max), "projections": info["projections"]})
+    return _certified_result("mmc-diagonal-ascent", model, a, info, tol, t_start,
+                             lambda a_min, lower: {"a": a_min})
 
 
 def _diagonal_ascent(R, wD, b, tol, max_iter, check_every, callback, act, s, d):
