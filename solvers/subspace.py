@@ -1,0 +1,355 @@
+r"""Subspace generation for the trace-regularized hinge model at large d, certified on the full space.
+
+It solves the :class:`~cvxmetric.models.HingeModel` problem with the trace regularizer (q = 0,
+:math:`R = rI`, r > 0)
+
+.. math::
+    \min_{M \succeq 0}\ f(M) = r\,\mathrm{tr}\,M + \sum_c c_c\,[\delta_c + \langle M, A_c\rangle]_+ ,
+
+whose optimum is low rank, by a sequence of **restricted** problems over :math:`M = P W P^\top`
+(P: d x k with orthonormal columns, :math:`k \ll d`, :math:`W \in \mathbb{S}^k_+`). The restricted
+problem is the same model on the projected points :math:`XP`
+(:meth:`~cvxmetric.models.HingeModel.restricted`), solved by restarted PDHG
+(:func:`cvxmetric.solvers.pdhg.pdhg`, dense at k of a few hundred), and every round certifies the
+**full** problem from the restricted multipliers y, matrix-free: the dual matrix
+:math:`S = rI + K^* y` of the full space is read through the data
+(:meth:`~cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`), and its most negative eigenvectors
+are where M wants to grow; they are the next round's new directions (column generation on the
+spectrum, "pricing").
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional
+
+import numpy as np
+
+from cvxmetric._checks import as_rng, check_int_in_range, check_positive
+from cvxmetric.certificates import relative_gap
+from cvxmetric.hinge import COST_EIGH, COST_GEMM, projection_costs
+from cvxmetric.models import HingeModel
+
+from .pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, estimated_bound, pdhg, smallest_ritz_pairs
+from .result import SolverResult, make_result
+
+__all__ = ["subspace", "subspace_pays", "subspace_applies", "INNER_TOL_FRACTION", "PRICE_BLOCK", "PRICE_GUARD",
+           "PRICE_RITZ_STEPS", "SUBSPACE_MIN_D", "MAX_ROUNDS"]
+
+#: The restricted problems are solved to this fraction of ``tol`` (their certified relative gap):
+#: the full gap is the restricted solve's own gap plus what the subspace misses (the negative
+#: curvature of the full dual matrix off the subspace), so the inner solve may spend at most a
+#: tenth of the budget, leaving the rest to the pricing; the full bound can then reach ``tol`` in
+#: the round where the subspace holds the optimum's range.
+INNER_TOL_FRACTION = 0.1
+#: New directions per round: at most this many eigenvectors of the most negative eigenvalues of the
+#: full dual matrix (the first subspace takes as many). The optima of the scale benchmark's
+#: instances have rank ~10-100; a block this size reaches that in a few rounds, each round's
+#: restricted problem staying small (k <= rounds x PRICE_BLOCK).
+PRICE_BLOCK = 24
+#: ... from a LOBPCG block this many columns wider (its leading Ritz pairs converge faster with
+#: guard vectors beside them).
+PRICE_GUARD = 8
+#: LOBPCG iterations of the pricing per round (products through the data, O(n d) per column): the
+#: Ritz pairs need only point into the negative eigenspace, and the proof's shift reads the smallest
+#: one's residual, so a poor estimate costs bound, not validity.
+PRICE_RITZ_STEPS = 40
+#: A round's outer limit: the rounds stop (not converged) after this many.
+MAX_ROUNDS = 50
+#: :func:`subspace_pays` below this dimension says no: the dense projection of plain PDHG costs
+#: ``COST_EIGH`` d^3 per step, at d = 500 ~0.02 s, which its low-rank path and checks already reach.
+SUBSPACE_MIN_D = 1000
+
+
+def subspace_applies(model: HingeModel) -> bool:
+    """Whether :func:`subspace` solves ``model``: q = 0 and the linear term a positive multiple of
+    the identity (the trace regularizer)."""
+    r = model._identity_multiple()
+    return isinstance(model, HingeModel) and model.q == 0 and r is not None and r > 0
+
+
+def subspace_pays(model: HingeModel) -> bool:
+    r"""Whether :func:`subspace` is the solver of choice for ``model`` (a measured cost-model rule).
+
+    It applies (:func:`subspace_applies`), d is at least ``SUBSPACE_MIN_D``, and the dense
+    projection of one PDHG step (``COST_EIGH`` d^3, :func:`cvxmetric.hinge.projection_costs`) costs
+    more than the products of a round's pricing block through the data (``PRICE_RITZ_STEPS``
+    LOBPCG iterations on ``PRICE_BLOCK + PRICE_GUARD`` columns, :math:`2nd` multiply-adds each):
+    the subspace rounds then replace every full-space decomposition by products with the data.
+    """
+    if not subspace_applies(model) or model.d < SUBSPACE_MIN_D:
+        return False
+    geom = model.geometry
+    halves = geom.u_rows.size + geom.v_rows.size
+    n = min(geom.X.shape[0], 2 * halves)
+    dense_step = projection_costs(n, halves, geom.d, 0, PRICE_BLOCK, geom.product_cost("Kt"),
+                                  geom.product_cost("K", r=1))["eigh"]
+    pricing = PRICE_RITZ_STEPS * (PRICE_BLOCK + PRICE_GUARD) * 2 * n * geom.d * COST_GEMM
+    return dense_step * PRICE_RITZ_STEPS > pricing
+
+
+def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = MAX_ROUNDS,
+             time_limit: Optional[float] = None, inner_max_iter: int = 100_000, fallback: bool = True,
+             form_M: bool = True, seed=0, solver_name: str = "hinge-subspace", warn: bool = True) -> SolverResult:
+    r"""Subspace generation with a matrix-free certificate for the trace-regularized hinge model.
+
+    Parameters
+    ----------
+    model : HingeModel
+        q = 0 and :math:`R = rI`, r > 0 (:func:`subspace_applies`); else a ValueError.
+    tol : float
+        The certified relative gap (:func:`cvxmetric.certificates.relative_gap`) the result is held to.
+    max_rounds : int
+        Outer rounds at most.
+    time_limit : float, optional
+        Wall-clock limit in seconds (checked between rounds, and passed on to each inner solve).
+    inner_max_iter : int
+        Iteration limit of each restricted PDHG solve.
+    fallback : bool
+        Where the pricing stalls (a round finds no direction outside the subspace but the gap
+        stays above ``tol``), continue with plain PDHG on the full model warm-started from the
+        subspace's point and multipliers (``pdhg(model, M0=P W P^T, y0=y)``). False: stop there.
+    form_M : bool
+        Return ``M`` as a d x d array (formed once, at the end: 200 MB at d = 5000); False leaves
+        ``M`` None, the point being ``info["factor"]`` F with :math:`M = FF^\top`.
+    seed : int or Generator
+        Seeds the random columns of the pricing's start block and the inner solves.
+    solver_name : str
+        Name recorded in the result.
+    warn : bool
+        Issue a :class:`~cvxmetric.exceptions.ConvergenceWarning` when not converged.
+
+    Returns
+    -------
+    SolverResult
+        Built by :func:`cvxmetric.solvers.result.make_result`: ``measure == "certified_gap"`` (the
+        full problem's), ``objective`` :math:`f(PWP^\top)` of the full model through the factor
+        (:meth:`~cvxmetric.models.HingeModel.value_factor`), ``lower_bound`` the best proven bound,
+        ``multipliers`` its hinge multipliers (shape (m,)), ``n_iter`` the inner PDHG iterations of
+        all rounds, ``history`` the objective per round, and ``info`` with ``rounds``,
+        ``inner_iterations`` (per round), ``k`` (per round), ``factor`` (F, d x rank),
+        ``basis`` (P) and ``W``, ``proofs`` (proven bounds), ``lambda_min_estimate`` (the last
+        round's smallest Ritz value of S), ``fallback_iterations`` (0 where the fallback did not
+        run), ``trace`` (per round: seconds, k, inner iterations, objective, smallest Ritz value,
+        estimated bound, proven bound or None), ``stop_reason``.
+
+    Notes
+    -----
+    The program is :math:`\min_{M \succeq 0} r\,\mathrm{tr}\,M + \sum_c c_c [\delta_c + \langle M,
+    A_c\rangle]_+` with :math:`A_c = C_{ij} - C_{kl}`. Round j, with P (d x k) orthonormal:
+
+    1. **Restricted problem.** :math:`\min_{W \succeq 0} r\,\mathrm{tr}\,W + \sum_c c_c[\delta_c
+       + \langle W, P^\top A_c P\rangle]_+`, the model on the points XP
+       (:meth:`~cvxmetric.models.HingeModel.restricted`), by :func:`~cvxmetric.solvers.pdhg.pdhg` to
+       ``INNER_TOL_FRACTION * tol``, warm-started from the previous W padded with zeros, its
+       multipliers, step size and primal weight.
+    2. **Upper bound.** :math:`f(PWP^\top)` on the full model through the factor
+       :math:`F = P W^{1/2}` (equal to the restricted objective).
+    3. **Lower bound.** For every :math:`y \in [0, c]`,
+
+       .. math::
+           p^* \ge \delta^\top y + T \min(0, \lambda_{\min}(S)), \qquad S = rI + K^* y,
+
+       with the trace bound :math:`T \ge \mathrm{tr}\,M^*` (:meth:`~cvxmetric.models.HingeModel.trace_bound`)
+       (or the theta rule; :meth:`~cvxmetric.models.HingeModel.dual_bound`). On the subspace S is
+       the restricted dual matrix, which the inner solve made nearly PSD; off it S may have negative
+       directions. LOBPCG (``PRICE_RITZ_STEPS`` iterations, ``PRICE_BLOCK + PRICE_GUARD`` columns)
+       on S through the data (:meth:`~cvxmetric.hinge.QuadrupletGeometry.adjoint_operator`,
+       :math:`O(nd)` per column) gives its smallest Ritz pairs; where the estimated bound at the
+       smallest Ritz value (:func:`~cvxmetric.solvers.pdhg.estimated_bound`, never below the
+       provable one) would certify ``tol``, or in the last round, the bound is proven:
+       :math:`K^* y` is formed once and one Cholesky factorization at a safe shift below the
+       estimate proves :math:`\lambda_{\min}(S)` (:meth:`~cvxmetric.models.HingeModel.certify` with
+       ``lambda_min_estimate``; :func:`cvxmetric.linalg.lambda_min_lower_bound`).
+    4. **Pricing.** If the certified gap exceeds ``tol``: the Ritz vectors of the negative Ritz
+       values (at most ``PRICE_BLOCK``), orthogonalized against P, are appended to P. The first P
+       holds those of S at the hinge subgradient of M = 0 (:math:`y_c = c_c` where
+       :math:`\delta_c > 0`).
+
+    Every bound is proven on the full problem, whatever the subspace: the rounds only decide how
+    soon it closes. Scale invariance: all weights times s (r and c) scale S, the tolerances of the
+    pricing (relative to r) and the objective alike; X -> sX with r -> s^2 r maps M to M/s^2 and S
+    to itself; so the rounds are the same.
+    """
+    if not isinstance(model, HingeModel):
+        raise TypeError(f"model must be a HingeModel; got {type(model).__name__}")
+    if not subspace_applies(model):
+        raise ValueError("subspace needs q = 0 and a linear term r I with r > 0 (the trace regularizer); "
+                         "use cvxmetric.solvers.pdhg.pdhg for other models")
+    if model.m == 0:
+        raise ValueError("model has no constraints; the subspace rounds need at least one hinge term")
+    tol = check_positive(tol, "tol")
+    max_rounds = check_int_in_range(max_rounds, "max_rounds", 1, 10**6)
+    inner_max_iter = check_int_in_range(inner_max_iter, "inner_max_iter", 1, 10**9)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    rounds = _Rounds(model, tol, as_rng(seed), time_limit)
+    stop_reason = rounds.run(max_rounds, inner_max_iter)
+    if stop_reason == "stalled" and fallback:
+        stop_reason = rounds.fall_back(inner_max_iter)
+    return rounds.result(stop_reason, form_M, solver_name, warn)
+
+
+class _Rounds:
+    """The state of the subspace rounds (the pieces of :func:`subspace`, Notes, as small methods)."""
+
+    def __init__(self, model: HingeModel, tol: float, rng: np.random.Generator, time_limit: Optional[float]):
+        self.model, self.tol, self.rng, self.time_limit = model, tol, rng, time_limit
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+        self.r = float(model._identity_multiple())
+        self.delta = np.asarray(model.constraints.delta, dtype=np.float64)
+        self.coef = np.asarray(model.coef, dtype=np.float64)
+        self.P = np.empty((model.d, 0))
+        self.W = np.zeros((0, 0))
+        self.y = np.where(self.delta > 0, self.coef, 0.0)   # the hinge subgradient of M = 0
+        self.ritz = None             # the pricing's last Ritz vectors (the next start block)
+        self.best_f, self.F = model.value_factor(np.zeros((model.d, 0))), np.zeros((model.d, 0))
+        self.best_lb, self.cert_y = None, None
+        self.inner_state = {}        # step size and primal weight of the last inner solve
+        self.inner_iterations, self.ks, self.history, self.trace = [], [], [], []
+        self.proofs, self.fallback_iterations, self.theta = 0, 0, None
+        self.fallback_M = None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def out_of_time(self) -> bool:
+        return self.time_limit is not None and self.elapsed() > self.time_limit
+
+    # ------------------------------------------------------------------ one round
+    def run(self, max_rounds: int, inner_max_iter: int) -> str:
+        """The rounds until the certified gap is at most ``tol``; the stop reason."""
+        theta, V = self.price()
+        if not self.grow(theta, V):    # S at the subgradient of 0 is PSD: M = 0 is optimal
+            self.certify(final=True)
+            return "converged" if self.gap() <= self.tol else "stalled"
+        for _ in range(max_rounds):
+            self.solve_restricted(inner_max_iter)
+            theta, V = self.price()
+            self.certify(final=False)
+            if self.gap() <= self.tol:
+                return "converged"
+            if self.out_of_time():
+                self.certify(final=True)
+                return "time_limit"
+            if not self.grow(theta, V):
+                self.certify(final=True)
+                return "stalled"
+        self.certify(final=True)
+        return "max_iter"
+
+    def solve_restricted(self, inner_max_iter: int) -> None:
+        """Step 1 and 2 of a round: the restricted problem by PDHG, warm-started, and its point's
+        full objective through the factor."""
+        k = self.P.shape[1]
+        sub = self.model.restricted(self.P)
+        W0 = np.zeros((k, k))
+        W0[:self.W.shape[0], :self.W.shape[0]] = self.W
+        remaining = None if self.time_limit is None else max(self.time_limit - self.elapsed(), 1e-3)
+        res = pdhg(sub, M0=W0, y0=self.y, tol=INNER_TOL_FRACTION * self.tol, max_iter=inner_max_iter,
+                   time_limit=remaining, seed=self.rng, warn=False, **self.inner_state)
+        self.inner_state = {"step_size": res.info["step_size"], "primal_weight": res.info["primal_weight"]}
+        self.W, self.y = res.M, np.clip(res.multipliers, 0.0, self.coef)
+        self.inner_iterations.append(res.n_iter)
+        self.ks.append(k)
+        lam, Q = np.linalg.eigh(0.5 * (self.W + self.W.T))
+        pos = lam > 0
+        F = self.P @ (Q[:, pos] * np.sqrt(lam[pos]))
+        f = self.model.value_factor(F)
+        self.history.append(f)
+        if f < self.best_f:
+            self.best_f, self.F = f, F
+
+    def price(self) -> tuple:
+        """Step 3's estimate and step 4's directions: LOBPCG's smallest Ritz pairs of the full dual
+        matrix :math:`S = rI + K^* y` through the data (start: the last Ritz vectors, then random
+        columns)."""
+        d = self.model.d
+        apply_Kt, r = self.model.geometry.adjoint_operator(self.y), self.r
+
+        def apply_S(B):
+            out = apply_Kt(B)
+            out += r * B
+            return out
+
+        b = min(PRICE_BLOCK + PRICE_GUARD, d // 3 if d >= 3 else d)
+        start = self.ritz if self.ritz is not None else np.empty((d, 0))
+        start = np.hstack([start[:, :b], self.rng.standard_normal((d, max(b - start.shape[1], 0)))])
+        theta, V, self.estimate = smallest_ritz_pairs(apply_S, start, r, PRICE_RITZ_STEPS)
+        if theta.size:
+            self.ritz = V
+        self.theta = float(self.estimate[0])
+        return theta, V
+
+    def certify(self, final: bool) -> None:
+        """Step 3's proof, where the estimated bound certifies ``tol`` (or ``final``: the result's bound)."""
+        T = self.model.trace_bound(self.best_f)
+        dy = float(self.delta @ self.y)
+        est = estimated_bound(dy, self.theta, T, self.r)
+        proven = None
+        worth = relative_gap(self.best_f, est) <= self.tol or final
+        if worth and (self.best_lb is None or est > self.best_lb):
+            self.proofs += 1
+            KTy = self.model.geometry.weighted_sum(self.y)
+            proven, y_used = self.model.certify(self.y, upper=self.best_f, Ky=KTy, repair_steps=0,
+                                                lambda_min_estimate=self.estimate)
+            del KTy
+            if proven is not None and (self.best_lb is None or proven > self.best_lb):
+                self.best_lb, self.cert_y = proven, y_used
+        self.trace.append((self.elapsed(), self.P.shape[1], self.inner_iterations[-1] if self.inner_iterations else 0,
+                           self.best_f, self.theta, est, proven))
+
+    def grow(self, theta: np.ndarray, V: np.ndarray) -> bool:
+        """Step 4: append the Ritz vectors of the negative Ritz values (at most ``PRICE_BLOCK``),
+        orthogonalized against P (two passes of Gram-Schmidt); False where none is new."""
+        neg = V[:, theta < 0][:, :PRICE_BLOCK] if theta.size else V[:, :0]
+        if neg.shape[1] == 0:
+            return False
+        for _ in range(2):
+            neg = neg - self.P @ (self.P.T @ neg)
+        Q, Rq = np.linalg.qr(neg)
+        keep = np.abs(np.diag(Rq)) > NEW_DIRECTION_RTOL
+        if not np.any(keep):
+            return False
+        self.P = np.hstack([self.P, Q[:, keep]])
+        return True
+
+    def gap(self) -> float:
+        return relative_gap(self.best_f, self.best_lb)
+
+    # ------------------------------------------------------------------ fallback and result
+    def fall_back(self, inner_max_iter: int) -> str:
+        """Plain PDHG on the full model from the subspace's point and multipliers."""
+        remaining = None if self.time_limit is None else max(self.time_limit - self.elapsed(), 1e-3)
+        res = pdhg(self.model, M0=self.F @ self.F.T, y0=self.y, tol=self.tol, max_iter=inner_max_iter,
+                   time_limit=remaining, seed=self.rng, warn=False)
+        self.fallback_iterations = res.n_iter
+        if res.objective < self.best_f:
+            self.best_f, self.fallback_M = res.objective, res.M
+        if res.lower_bound is not None and (self.best_lb is None or res.lower_bound > self.best_lb):
+            self.best_lb, self.cert_y = res.lower_bound, res.multipliers
+        return "converged" if self.gap() <= self.tol else res.status
+
+    def result(self, stop_reason: str, form_M: bool, solver_name: str, warn: bool) -> SolverResult:
+        M = None
+        if self.fallback_M is not None:
+            M = self.fallback_M
+        elif form_M:
+            M = self.F @ self.F.T
+        n_iter = sum(self.inner_iterations) + self.fallback_iterations
+        info = {"rounds": len(self.inner_iterations), "inner_iterations": list(self.inner_iterations),
+                "k": list(self.ks), "factor": self.F, "basis": self.P, "W": self.W, "proofs": self.proofs,
+                "lambda_min_estimate": self.theta, "fallback_iterations": self.fallback_iterations,
+                "trace": list(self.trace), "y": self.cert_y, "lower_bound": self.best_lb,
+                "certified_gap": None if self.best_lb is None else self.gap(), "stop_reason": stop_reason,
+                "cpu_seconds": time.process_time() - self.c0}
+        detail = f"{info['rounds']} rounds, final k = {self.P.shape[1]}"
+        return make_result(solver_name, objective=self.best_f, measure="certified_gap", tol=self.tol,
+                           stop_reason=stop_reason,
+                           M=M, lower_bound=self.best_lb, multipliers=self.cert_y, n_iter=n_iter,
+                           history=self.history, time=self.elapsed(), info=info, detail=detail, warn=warn)
+
+
+#: A priced direction is new when its length after orthogonalization against P is above this
+#: (the Ritz vectors are unit vectors; below it the direction is in P up to round-off).
+NEW_DIRECTION_RTOL = 1e-8
