@@ -27,26 +27,35 @@ import numpy as np
 
 from cvxmetric._checks import as_rng, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
-from cvxmetric.hinge import COST_EIGH, COST_GEMM, projection_costs
+from cvxmetric.hinge import COST_EIGH
 from cvxmetric.models import HingeModel
 
-from .pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, estimated_bound, pdhg, smallest_ritz_pairs
+from .pdhg import DEFAULT_TOL, PROOF_BLOCK, estimated_bound, pdhg, smallest_ritz_pairs
 from .result import SolverResult, make_result
 
-__all__ = ["subspace", "subspace_pays", "subspace_applies", "INNER_TOL_FRACTION", "PRICE_BLOCK", "PRICE_GUARD",
-           "PRICE_RITZ_STEPS", "SUBSPACE_MIN_D", "MAX_ROUNDS"]
+__all__ = ["subspace", "subspace_pays", "subspace_applies", "INNER_TOL_FRACTION", "INNER_GAP_FRACTION",
+           "INNER_TOL_MAX", "PRICE_BLOCK", "PRICE_GROWTH", "PRICE_GUARD", "PRICE_RITZ_STEPS",
+           "SUBSPACE_MIN_EIGH_SECONDS", "MAX_ROUNDS"]
 
-#: The restricted problems are solved to this fraction of ``tol`` (their certified relative gap):
-#: the full gap is the restricted solve's own gap plus what the subspace misses (the negative
-#: curvature of the full dual matrix off the subspace), so the inner solve may spend at most a
-#: tenth of the budget, leaving the rest to the pricing; the full bound can then reach ``tol`` in
-#: the round where the subspace holds the optimum's range.
+#: The restricted problems are solved to this fraction of ``tol`` (their certified relative gap)
+#: once the full gap nears ``tol``: the full gap is the restricted solve's own gap plus what the
+#: subspace misses (the negative curvature of the full dual matrix off the subspace), so the inner
+#: solve may spend at most a tenth of the budget, leaving the rest to the pricing.
 INNER_TOL_FRACTION = 0.1
-#: New directions per round: at most this many eigenvectors of the most negative eigenvalues of the
-#: full dual matrix (the first subspace takes as many). The optima of the scale benchmark's
-#: instances have rank ~10-100; a block this size reaches that in a few rounds, each round's
-#: restricted problem staying small (k <= rounds x PRICE_BLOCK).
+#: ... and, while the full gap is far above ``tol``, to this fraction of the last round's estimated
+#: full gap (at most ``INNER_TOL_MAX``): a restricted optimum far more accurate than its subspace
+#: buys nothing. Measured on d = 1000 with 10^4 quadruplets (2,000 points): at a fixed inner tol of
+#: 1e-4 the early rounds took 208-1,920 PDHG iterations while the full gap was 0.5-1.0.
+INNER_GAP_FRACTION = 0.1
+INNER_TOL_MAX = 1e-2
+#: New directions per round: at least this many eigenvectors of the most negative eigenvalues of the
+#: full dual matrix (the first subspace takes as many) ...
 PRICE_BLOCK = 24
+#: ... and, where every Ritz value of the last pricing was negative (the negative eigenspace is
+#: wider than the block), this fraction of the current k: the subspace then grows geometrically
+#: towards the optimum's rank (measured 121 at d = 200 and 316 at d = 1000 on 1,000-2,000 points;
+#: with a fixed block of 24, 9 and 25 rounds).
+PRICE_GROWTH = 0.5
 #: ... from a LOBPCG block this many columns wider (its leading Ritz pairs converge faster with
 #: guard vectors beside them).
 PRICE_GUARD = 8
@@ -56,9 +65,14 @@ PRICE_GUARD = 8
 PRICE_RITZ_STEPS = 40
 #: A round's outer limit: the rounds stop (not converged) after this many.
 MAX_ROUNDS = 50
-#: :func:`subspace_pays` below this dimension says no: the dense projection of plain PDHG costs
-#: ``COST_EIGH`` d^3 per step, at d = 500 ~0.02 s, which its low-rank path and checks already reach.
-SUBSPACE_MIN_D = 1000
+#: :func:`subspace_pays` chooses the subspace rounds where one dense eigendecomposition of order d
+#: (``COST_EIGH`` d^3 of :mod:`cvxmetric.hinge`: the step plain PDHG takes while its early iterates
+#: are high rank) is modelled above this many seconds. Measured (one BLAS thread, 2,000 points, 10^4
+#: quadruplets, certified 1e-3, ``benchmarks.scale`` instances): d = 1000 (eigh modelled 0.18 s;
+#: optimum of rank 316) plain PDHG 28 s against 227 s for the subspace (25 rounds, fixed blocks of
+#: 24); d = 2000 (1.4 s; rank 360) 75 s against 220 s (13 rounds); at d = 5000 (22 s) plain PDHG
+#: did not certify within 1,800 s (its early iterates reach rank 784, each ``eigh`` ~16 s).
+SUBSPACE_MIN_EIGH_SECONDS = 5.0
 
 
 def subspace_applies(model: HingeModel) -> bool:
@@ -69,27 +83,16 @@ def subspace_applies(model: HingeModel) -> bool:
 
 
 def subspace_pays(model: HingeModel) -> bool:
-    r"""Whether :func:`subspace` is the solver of choice for ``model`` (a measured cost-model rule).
-
-    It applies (:func:`subspace_applies`), d is at least ``SUBSPACE_MIN_D``, and the dense
-    projection of one PDHG step (``COST_EIGH`` d^3, :func:`cvxmetric.hinge.projection_costs`) costs
-    more than the products of a round's pricing block through the data (``PRICE_RITZ_STEPS``
-    LOBPCG iterations on ``PRICE_BLOCK + PRICE_GUARD`` columns, :math:`2nd` multiply-adds each):
-    the subspace rounds then replace every full-space decomposition by products with the data.
-    """
-    if not subspace_applies(model) or model.d < SUBSPACE_MIN_D:
-        return False
-    geom = model.geometry
-    halves = geom.u_rows.size + geom.v_rows.size
-    n = min(geom.X.shape[0], 2 * halves)
-    dense_step = projection_costs(n, halves, geom.d, 0, PRICE_BLOCK, geom.product_cost("Kt"),
-                                  geom.product_cost("K", r=1))["eigh"]
-    pricing = PRICE_RITZ_STEPS * (PRICE_BLOCK + PRICE_GUARD) * 2 * n * geom.d * COST_GEMM
-    return dense_step * PRICE_RITZ_STEPS > pricing
+    r"""Whether :func:`subspace` is the solver of choice for ``model`` (a measured cost-model rule):
+    it applies (:func:`subspace_applies`) and one dense eigendecomposition of order d, modelled at
+    ``COST_EIGH`` d^3 seconds (:func:`cvxmetric.hinge.projection_costs`), exceeds
+    ``SUBSPACE_MIN_EIGH_SECONDS`` (d above ~3,000): there the subspace rounds replace every
+    full-space decomposition by products with the data and decompositions of order k."""
+    return subspace_applies(model) and COST_EIGH * model.d ** 3 > SUBSPACE_MIN_EIGH_SECONDS
 
 
 def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = MAX_ROUNDS,
-             time_limit: Optional[float] = None, inner_max_iter: int = 100_000, fallback: bool = True,
+             max_iter: int = 100_000, time_limit: Optional[float] = None, fallback: bool = True,
              form_M: bool = True, seed=0, solver_name: str = "hinge-subspace", warn: bool = True) -> SolverResult:
     r"""Subspace generation with a matrix-free certificate for the trace-regularized hinge model.
 
@@ -101,10 +104,11 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
         The certified relative gap (:func:`cvxmetric.certificates.relative_gap`) the result is held to.
     max_rounds : int
         Outer rounds at most.
+    max_iter : int
+        PDHG iterations at most, over all rounds' restricted solves and the fallback (each solve
+        gets what is left).
     time_limit : float, optional
         Wall-clock limit in seconds (checked between rounds, and passed on to each inner solve).
-    inner_max_iter : int
-        Iteration limit of each restricted PDHG solve.
     fallback : bool
         Where the pricing stalls (a round finds no direction outside the subspace but the gap
         stays above ``tol``), continue with plain PDHG on the full model warm-started from the
@@ -180,21 +184,22 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
         raise ValueError("model has no constraints; the subspace rounds need at least one hinge term")
     tol = check_positive(tol, "tol")
     max_rounds = check_int_in_range(max_rounds, "max_rounds", 1, 10**6)
-    inner_max_iter = check_int_in_range(inner_max_iter, "inner_max_iter", 1, 10**9)
+    max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**9)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
-    rounds = _Rounds(model, tol, as_rng(seed), time_limit)
-    stop_reason = rounds.run(max_rounds, inner_max_iter)
-    if stop_reason == "stalled" and fallback:
-        stop_reason = rounds.fall_back(inner_max_iter)
+    rounds = _Rounds(model, tol, as_rng(seed), time_limit, max_iter)
+    stop_reason = rounds.run(max_rounds)
+    if stop_reason == "stalled" and fallback and rounds.iterations_left() > 0:
+        stop_reason = rounds.fall_back()
     return rounds.result(stop_reason, form_M, solver_name, warn)
 
 
 class _Rounds:
     """The state of the subspace rounds (the pieces of :func:`subspace`, Notes, as small methods)."""
 
-    def __init__(self, model: HingeModel, tol: float, rng: np.random.Generator, time_limit: Optional[float]):
-        self.model, self.tol, self.rng, self.time_limit = model, tol, rng, time_limit
+    def __init__(self, model: HingeModel, tol: float, rng: np.random.Generator, time_limit: Optional[float],
+                 max_iter: int):
+        self.model, self.tol, self.rng, self.time_limit, self.max_iter = model, tol, rng, time_limit, max_iter
         self.t0, self.c0 = time.perf_counter(), time.process_time()
         self.r = float(model._identity_multiple())
         self.delta = np.asarray(model.constraints.delta, dtype=np.float64)
@@ -208,6 +213,9 @@ class _Rounds:
         self.inner_state = {}        # step size and primal weight of the last inner solve
         self.inner_iterations, self.ks, self.history, self.trace = [], [], [], []
         self.proofs, self.fallback_iterations, self.theta = 0, 0, None
+        self.block = PRICE_BLOCK                 # directions the next round may add
+        self.inner_tol = INNER_TOL_MAX           # the next restricted solve's tolerance
+        self.est_gap = math.inf                  # the last round's estimated full gap
         self.fallback_M = None
 
     def elapsed(self) -> float:
@@ -216,29 +224,37 @@ class _Rounds:
     def out_of_time(self) -> bool:
         return self.time_limit is not None and self.elapsed() > self.time_limit
 
+    def iterations_left(self) -> int:
+        return self.max_iter - sum(self.inner_iterations) - self.fallback_iterations
+
     # ------------------------------------------------------------------ one round
-    def run(self, max_rounds: int, inner_max_iter: int) -> str:
+    def run(self, max_rounds: int) -> str:
         """The rounds until the certified gap is at most ``tol``; the stop reason."""
         theta, V = self.price()
         if not self.grow(theta, V):    # S at the subgradient of 0 is PSD: M = 0 is optimal
             self.certify(final=True)
             return "converged" if self.gap() <= self.tol else "stalled"
         for _ in range(max_rounds):
-            self.solve_restricted(inner_max_iter)
+            self.solve_restricted()
             theta, V = self.price()
             self.certify(final=False)
             if self.gap() <= self.tol:
                 return "converged"
-            if self.out_of_time():
+            if self.out_of_time() or self.iterations_left() <= 0:
                 self.certify(final=True)
-                return "time_limit"
-            if not self.grow(theta, V):
+                return "time_limit" if self.out_of_time() else "max_iter"
+            base = INNER_TOL_FRACTION * self.tol
+            grew = self.grow(theta, V)
+            if not grew and self.inner_tol <= base:
                 self.certify(final=True)
                 return "stalled"
+            # a loose restricted solve leaves negative curvature inside the subspace: no new direction
+            # then asks for a tighter one, not for the fallback
+            self.inner_tol = base if not grew else min(max(INNER_GAP_FRACTION * self.est_gap, base), INNER_TOL_MAX)
         self.certify(final=True)
         return "max_iter"
 
-    def solve_restricted(self, inner_max_iter: int) -> None:
+    def solve_restricted(self) -> None:
         """Step 1 and 2 of a round: the restricted problem by PDHG, warm-started, and its point's
         full objective through the factor."""
         k = self.P.shape[1]
@@ -246,7 +262,7 @@ class _Rounds:
         W0 = np.zeros((k, k))
         W0[:self.W.shape[0], :self.W.shape[0]] = self.W
         remaining = None if self.time_limit is None else max(self.time_limit - self.elapsed(), 1e-3)
-        res = pdhg(sub, M0=W0, y0=self.y, tol=INNER_TOL_FRACTION * self.tol, max_iter=inner_max_iter,
+        res = pdhg(sub, M0=W0, y0=self.y, tol=self.inner_tol, max_iter=self.iterations_left(),
                    time_limit=remaining, seed=self.rng, warn=False, **self.inner_state)
         self.inner_state = {"step_size": res.info["step_size"], "primal_weight": res.info["primal_weight"]}
         self.W, self.y = res.M, np.clip(res.multipliers, 0.0, self.coef)
@@ -272,7 +288,7 @@ class _Rounds:
             out += r * B
             return out
 
-        b = min(PRICE_BLOCK + PRICE_GUARD, d // 3 if d >= 3 else d)
+        b = min(self.block + PRICE_GUARD, d // 3 if d >= 3 else d)
         start = self.ritz if self.ritz is not None else np.empty((d, 0))
         start = np.hstack([start[:, :b], self.rng.standard_normal((d, max(b - start.shape[1], 0)))])
         theta, V, self.estimate = smallest_ritz_pairs(apply_S, start, r, PRICE_RITZ_STEPS)
@@ -286,23 +302,42 @@ class _Rounds:
         T = self.model.trace_bound(self.best_f)
         dy = float(self.delta @ self.y)
         est = estimated_bound(dy, self.theta, T, self.r)
+        self.est_gap = relative_gap(self.best_f, est)
         proven = None
-        worth = relative_gap(self.best_f, est) <= self.tol or final
-        if worth and (self.best_lb is None or est > self.best_lb):
+        if (self.est_gap <= self.tol or final) and (self.best_lb is None or est > self.best_lb):
             self.proofs += 1
             KTy = self.model.geometry.weighted_sum(self.y)
             proven, y_used = self.model.certify(self.y, upper=self.best_f, Ky=KTy, repair_steps=0,
-                                                lambda_min_estimate=self.estimate)
+                                                lambda_min_estimate=self._proof_estimate(KTy))
             del KTy
             if proven is not None and (self.best_lb is None or proven > self.best_lb):
                 self.best_lb, self.cert_y = proven, y_used
         self.trace.append((self.elapsed(), self.P.shape[1], self.inner_iterations[-1] if self.inner_iterations else 0,
                            self.best_f, self.theta, est, proven))
 
+    def _proof_estimate(self, KTy: np.ndarray) -> tuple:
+        """The smallest Ritz pair refined on the formed :math:`K^* y` (``PROOF_RITZ_STEPS`` LOBPCG
+        iterations from the pricing's ``PROOF_BLOCK`` smallest Ritz vectors: a product costs d^2 per
+        column there against 2nd through the data), the estimate of the proof's shift; the
+        pricing's own where it has the smaller residual."""
+        r = self.r
+
+        def apply_S(B):
+            out = KTy @ B
+            out += r * B
+            return out
+
+        if self.ritz is None:
+            return self.estimate
+        estimate = smallest_ritz_pairs(apply_S, self.ritz[:, :PROOF_BLOCK], r)[2]
+        return estimate if estimate[1] < self.estimate[1] else self.estimate
+
     def grow(self, theta: np.ndarray, V: np.ndarray) -> bool:
-        """Step 4: append the Ritz vectors of the negative Ritz values (at most ``PRICE_BLOCK``),
-        orthogonalized against P (two passes of Gram-Schmidt); False where none is new."""
-        neg = V[:, theta < 0][:, :PRICE_BLOCK] if theta.size else V[:, :0]
+        """Step 4: append the Ritz vectors of the negative Ritz values (at most ``self.block``),
+        orthogonalized against P (two passes of Gram-Schmidt); False where none is new. Where every
+        Ritz value was negative, the next block is ``PRICE_GROWTH`` times the new k."""
+        neg = V[:, theta < 0][:, :self.block] if theta.size else V[:, :0]
+        wide = theta.size > 0 and bool(np.all(theta < 0))
         if neg.shape[1] == 0:
             return False
         for _ in range(2):
@@ -312,16 +347,17 @@ class _Rounds:
         if not np.any(keep):
             return False
         self.P = np.hstack([self.P, Q[:, keep]])
+        self.block = max(PRICE_BLOCK, math.ceil(PRICE_GROWTH * self.P.shape[1])) if wide else PRICE_BLOCK
         return True
 
     def gap(self) -> float:
         return relative_gap(self.best_f, self.best_lb)
 
     # ------------------------------------------------------------------ fallback and result
-    def fall_back(self, inner_max_iter: int) -> str:
+    def fall_back(self) -> str:
         """Plain PDHG on the full model from the subspace's point and multipliers."""
         remaining = None if self.time_limit is None else max(self.time_limit - self.elapsed(), 1e-3)
-        res = pdhg(self.model, M0=self.F @ self.F.T, y0=self.y, tol=self.tol, max_iter=inner_max_iter,
+        res = pdhg(self.model, M0=self.F @ self.F.T, y0=self.y, tol=self.tol, max_iter=self.iterations_left(),
                    time_limit=remaining, seed=self.rng, warn=False)
         self.fallback_iterations = res.n_iter
         if res.objective < self.best_f:
