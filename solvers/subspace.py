@@ -78,8 +78,10 @@ SUBSPACE_MIN_EIGH_SECONDS = 5.0
 def subspace_applies(model: HingeModel) -> bool:
     """Whether :func:`subspace` solves ``model``: q = 0 and the linear term a positive multiple of
     the identity (the trace regularizer)."""
+    if not isinstance(model, HingeModel) or model.q != 0:
+        return False
     r = model._identity_multiple()
-    return isinstance(model, HingeModel) and model.q == 0 and r is not None and r > 0
+    return r is not None and r > 0
 
 
 def subspace_pays(model: HingeModel) -> bool:

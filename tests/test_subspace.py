@@ -117,3 +117,22 @@ def test_solve_qwise_offers_the_subspace_method():
     assert res.solver == "qwise-subspace" and res.converged
     with pytest.raises(ValueError):
         solve_qwise(inst.X, inst.constraints, method="subspace", residual_tol=1e-4, **inst.params)
+
+
+def test_shared_ritz_pairs_and_estimated_bound():
+    from cvxmetric.linalg import lambda_min_lower_bound
+    from cvxmetric.solvers.pdhg import estimated_bound, smallest_ritz_pairs
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((60, 60))
+    S = 0.5 * (A + A.T) + 2.0 * np.eye(60)
+    exact = np.linalg.eigvalsh(S)[0]
+    theta, X, (value, residual) = smallest_ritz_pairs(lambda B: S @ B, rng.standard_normal((60, 6)), 2.0, 200)
+    assert theta[0] >= exact - 1e-9 and value == pytest.approx(theta[0], abs=1e-6)
+    assert np.allclose(X.T @ X, np.eye(X.shape[1]), atol=1e-8)
+    assert lambda_min_lower_bound(S, (value, residual)) <= exact
+    # each rule increases with lambda_min: the estimate at a Ritz value bounds the estimate below it
+    for T in (None, 3.0):
+        assert estimated_bound(5.0, -0.5, T, 2.0) >= estimated_bound(5.0, -0.7, T, 2.0)
+    assert estimated_bound(5.0, 0.1, 3.0, 2.0) == 5.0
+    assert estimated_bound(5.0, -1.0, 3.0, 2.0) == max(5.0 - 3.0, 5.0 * 2.0 / 3.0)
