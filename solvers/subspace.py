@@ -133,7 +133,8 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
         (:meth:`~cvxmetric.models.HingeModel.value_factor`), ``lower_bound`` the best proven bound,
         ``multipliers`` its hinge multipliers (shape (m,)), ``n_iter`` the inner PDHG iterations of
         all rounds, ``history`` the objective per round, and ``info`` with ``rounds``,
-        ``inner_iterations`` (per round), ``k`` (per round), ``factor`` (F, d x rank),
+        ``inner_iterations`` (per round), ``k`` and ``ranks`` (per round: the subspace and W's rank),
+        ``factor`` (F, d x rank),
         ``basis`` (P) and ``W``, ``proofs`` (proven bounds), ``lambda_min_estimate`` (the last
         round's smallest Ritz value of S), ``fallback_iterations`` (0 where the fallback did not
         run), ``trace`` (per round: seconds, k, inner iterations, objective, smallest Ritz value,
@@ -168,7 +169,8 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
        estimate proves :math:`\lambda_{\min}(S)` (:meth:`~cvxmetric.models.HingeModel.certify` with
        ``lambda_min_estimate``; :func:`cvxmetric.linalg.lambda_min_lower_bound`).
     4. **Pricing.** If the certified gap exceeds ``tol``: the Ritz vectors of the negative Ritz
-       values (at most ``PRICE_BLOCK``), orthogonalized against P, are appended to P. The first P
+       values (at most ``PRICE_BLOCK``, or ``PRICE_GROWTH`` k where all were negative),
+       orthogonalized against P, are appended to P. The first P
        holds those of S at the hinge subgradient of M = 0 (:math:`y_c = c_c` where
        :math:`\delta_c > 0`).
 
@@ -213,7 +215,7 @@ class _Rounds:
         self.best_f, self.F = model.value_factor(np.zeros((model.d, 0))), np.zeros((model.d, 0))
         self.best_lb, self.cert_y = None, None
         self.inner_state = {}        # step size and primal weight of the last inner solve
-        self.inner_iterations, self.ks, self.history, self.trace = [], [], [], []
+        self.inner_iterations, self.ks, self.ranks, self.history, self.trace = [], [], [], [], []
         self.proofs, self.fallback_iterations, self.theta = 0, 0, None
         self.block = PRICE_BLOCK                 # directions the next round may add
         self.inner_tol = INNER_TOL_MAX           # the next restricted solve's tolerance
@@ -271,7 +273,8 @@ class _Rounds:
         self.inner_iterations.append(res.n_iter)
         self.ks.append(k)
         lam, Q = np.linalg.eigh(0.5 * (self.W + self.W.T))
-        pos = lam > 0
+        pos = lam > RANGE_RTOL * max(float(lam[-1]), 0.0)
+        self.ranks.append(int(np.count_nonzero(pos)))
         F = self.P @ (Q[:, pos] * np.sqrt(lam[pos]))
         f = self.model.value_factor(F)
         self.history.append(f)
@@ -376,7 +379,7 @@ class _Rounds:
             M = self.F @ self.F.T
         n_iter = sum(self.inner_iterations) + self.fallback_iterations
         info = {"rounds": len(self.inner_iterations), "inner_iterations": list(self.inner_iterations),
-                "k": list(self.ks), "factor": self.F, "basis": self.P, "W": self.W, "proofs": self.proofs,
+                "k": list(self.ks), "ranks": list(self.ranks), "factor": self.F, "basis": self.P, "W": self.W, "proofs": self.proofs,
                 "lambda_min_estimate": self.theta, "fallback_iterations": self.fallback_iterations,
                 "trace": list(self.trace), "y": self.cert_y, "lower_bound": self.best_lb,
                 "certified_gap": None if self.best_lb is None else self.gap(), "stop_reason": stop_reason,
@@ -388,6 +391,9 @@ class _Rounds:
                            history=self.history, time=self.elapsed(), info=info, detail=detail, warn=warn)
 
 
+#: An eigenvalue of W at most this fraction of its largest is off its range (W is a PSD projection's
+#: output: its other eigenvalues are zeros up to the round-off of a k x k eigendecomposition, ~k eps).
+RANGE_RTOL = 1e-10
 #: A priced direction is new when its length after orthogonalization against P is above this
 #: (the Ritz vectors are unit vectors; below it the direction is in P up to round-off).
 NEW_DIRECTION_RTOL = 1e-8

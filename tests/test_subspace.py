@@ -136,3 +136,18 @@ def test_shared_ritz_pairs_and_estimated_bound():
         assert estimated_bound(5.0, -0.5, T, 2.0) >= estimated_bound(5.0, -0.7, T, 2.0)
     assert estimated_bound(5.0, 0.1, 3.0, 2.0) == 5.0
     assert estimated_bound(5.0, -1.0, 3.0, 2.0) == max(5.0 - 3.0, 5.0 * 2.0 / 3.0)
+
+
+def test_scale_benchmark_prints_a_subspace_row(monkeypatch, capsys):
+    from benchmarks import scale
+    import cvxmetric.solvers.subspace as sub
+
+    monkeypatch.setattr(sub, "subspace_pays", lambda model: True)
+    size = scale.Size(12, 80, 400, seed=1)
+    row = scale.run_ours("tiny", size, 60.0)
+    assert row["solver"] == "subspace" and row["floor"] is None and row["converged"]
+    assert row["t_1e3"] is not None and row["iters"] > 0
+    row["peak_gb"] = 0.1
+    scale.print_table([row])
+    out = capsys.readouterr().out
+    assert "n/a" in out and f"{row['rounds']} rounds" in out
