@@ -151,3 +151,15 @@ def test_scale_benchmark_prints_a_subspace_row(monkeypatch, capsys):
     scale.print_table([row])
     out = capsys.readouterr().out
     assert "n/a" in out and f"{row['rounds']} rounds" in out
+
+
+def test_the_tail_hands_over_to_full_pdhg_and_both_paths_certify():
+    model = _model(d=60, n=100, m=500, reg_weight=16.0)
+    with_fallback = subspace(model, tol=1e-4)
+    ranks, ks = with_fallback.info["ranks"], with_fallback.info["k"]
+    assert with_fallback.converged and with_fallback.info["fallback_iterations"] > 0
+    assert ks[-1] > ks[-2] and ranks[-1] <= ranks[-2] and ks[-1] < model.d   # the settled rank, k < d
+    rounds_only = subspace(model, tol=1e-4, fallback=False)
+    assert rounds_only.converged and rounds_only.info["fallback_iterations"] == 0
+    assert relative_gap(with_fallback.objective, rounds_only.lower_bound) <= 1e-4 + 1e-9
+    assert relative_gap(rounds_only.objective, with_fallback.lower_bound) <= 1e-4 + 1e-9
