@@ -67,11 +67,13 @@ PRICE_RITZ_STEPS = 40
 MAX_ROUNDS = 50
 #: :func:`subspace_pays` chooses the subspace rounds where one dense eigendecomposition of order d
 #: (``COST_EIGH`` d^3 of :mod:`cvxmetric.hinge`: the step plain PDHG takes while its early iterates
-#: are high rank) is modelled above this many seconds. Measured (one BLAS thread, 2,000 points, 10^4
-#: quadruplets, certified 1e-3, ``benchmarks.scale`` instances): d = 1000 (eigh modelled 0.18 s;
-#: optimum of rank 316) plain PDHG 28 s against 227 s for the subspace (25 rounds, fixed blocks of
-#: 24); d = 2000 (1.4 s; rank 360) 75 s against 220 s (13 rounds); at d = 5000 (22 s) plain PDHG
-#: did not certify within 1,800 s (its early iterates reach rank 784, each ``eigh`` ~16 s).
+#: are high rank) is modelled above this many seconds. Measured (one BLAS thread, CPU seconds to a
+#: certified 1e-3, the ``benchmarks.scale`` instances on 2,000 points with 10^4 quadruplets): d = 1000
+#: (eigh modelled 0.18 s) plain PDHG 32.5 s (208 iterations) against 45.5 s for the subspace (3
+#: rounds to k = 72, then 336 iterations of the fallback); d = 2000 (1.4 s) plain PDHG 75 s of wall
+#: time against 154 s for the rounds alone (``fallback=False``: 13 rounds to k = 690); at d = 5000
+#: (22 s) plain PDHG did not certify within 1,800 s (its early iterates reach rank 784, each
+#: ``eigh`` ~16 s).
 SUBSPACE_MIN_EIGH_SECONDS = 5.0
 
 
