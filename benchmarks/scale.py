@@ -392,19 +392,19 @@ def run_peer(name: str, size: Size, solver: str, cap: float) -> dict:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'CPU s':>8s} {'iters':>6s} "
-          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s} {'peak GB':>7s}  status  "
+    print(f"\n{'size':12s} {'n':>6s} {'m':>8s} {'d':>5s} {'build s':>8s} {'time s':>8s} {'iters':>6s} "
+          f"{'ms/iter':>8s} {'floor ms':>9s} {'x floor':>8s} {'steps x fl.':>11s} {'diff. floor':>11s} {'cert. gap':>10s} {'s to 1e-3':>9s} {'pol./rep. (s)':>13s} {'CPU x floor':>11s} {'peak GB':>7s} {'CPU s':>8s}  status  "
           f"(pdhg floor: K M [path, rank] + K* y [path] + eigh; subspace: rounds, final k, rank)")
     for r in rows:
         s, fl = r["size"], r["floor"]
         gap = "-" if r["gap"] is None else f"{r['gap']:.1e}"
         t13 = "-" if r["t_1e3"] is None else f"{r['t_1e3']:.1f}"
         rep = f"{r['polishes']}/{r['repairs']} ({r['repair_s']:.1f})"
-        head = (f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} {r['cpu']:8.2f} "
+        head = (f"{r['name']:12s} {s.n:6d} {s.m:8d} {s.d:5d} {r['build']:8.2f} {r['time']:8.2f} "
                 f"{r['iters']:6d} {r['ms_iter']:8.2f} ")
         if fl is None:   # subspace generation: no per-iteration floor of the full problem
             print(head + f"{'n/a':>9s} {'n/a':>8s} {'n/a':>11s} {'n/a':>11s} {gap:>10s} {t13:>9s} {rep:>13s} "
-                  f"{'n/a':>11s} {r['peak_gb']:7.2f}  {r['status']}  (subspace: {r['rounds']} rounds, final k = "
+                  f"{'n/a':>11s} {r['peak_gb']:7.2f} {r['cpu']:8.2f}  {r['status']}  (subspace: {r['rounds']} rounds, final k = "
                   f"{r['k']}, rank {r['rank']}, fallback iterations {r['fallback']}; floor n/a: the iterations are "
                   f"those of the restricted problems){targets(r)}", flush=True)
             continue
@@ -413,7 +413,7 @@ def print_table(rows: list[dict]) -> None:
         steps_ratio = steps_s / fl["total"] if fl["total"] > 0 else math.inf
         print(head + f"{1e3 * fl['total']:9.2f} {r['ms_iter'] / (1e3 * fl['total']):8.2f} "
               f"{steps_ratio:11.2f} "
-              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f} {r['peak_gb']:7.2f}  "
+              f"{1e3 * fl['differences']:11.2f} {gap:>10s} {t13:>9s} {rep:>13s} {cpu_ratio:11.2f} {r['peak_gb']:7.2f} {r['cpu']:8.2f}  "
               f"{r['status']}  ({1e3 * fl['K']:.1f} [{fl['path_K']}, r={fl['rank']}] + {1e3 * fl['Kt']:.1f} "
               f"[{fl['path_Kt']}] + {1e3 * fl['eig']:.1f}){targets(r)}", flush=True)
 
