@@ -41,6 +41,10 @@ __all__ = ["HingeModel", "HingeRescaling", "HingeCongruence", "qwise_model", "pu
 
 #: Names of the Qwise regularizers Omega(M) (thesis eq. 2.7 and footnote 19).
 REGULARIZERS = ("trace", "frobenius", "pull")
+#: :meth:`HingeModel.restricted` accepts P when every entry of :math:`P^\top P - I` is at most this:
+#: a QR factor's orthonormality error is ~k eps (1e-13 at k = 500); a basis off by more would make
+#: the restricted Frobenius term and the identity linear term differ from the full model's.
+ORTHONORMAL_RTOL = 1e-10
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,63 @@ class HingeModel:
         """
         rows = np.arange(self.m)[np.asarray(index)]
         return self._with_rows(self.geometry.subset(rows), self.coef[rows])
+
+    def restricted(self, P) -> "HingeModel":
+        r"""The same model on the subspace spanned by the orthonormal columns of ``P``: :math:`M = P W P^\top`.
+
+        Parameters
+        ----------
+        P : array_like, shape (d, k)
+            Orthonormal columns (:math:`P^\top P = I` to ``ORTHONORMAL_RTOL``).
+
+        Returns
+        -------
+        HingeModel
+            The model over :math:`W \in \mathbb{S}^k_+` on the projected points :math:`X P`, with
+            linear term :math:`P^\top R P` (exactly :math:`r I_k` where R is :math:`r I`), the same
+            q, rows, coefficients and offsets, so that ``restricted(P).value(W) ==
+            value(P @ W @ P.T)`` (up to round-off).
+
+        Notes
+        -----
+        :math:`\langle A_c, P W P^\top\rangle = \langle P^\top A_c P, W\rangle` and
+        :math:`P^\top (x_i - x_j) = (XP)_i - (XP)_j`, so the constraint matrices of the restricted
+        model are those of the points :math:`XP`; :math:`\langle R, P W P^\top\rangle = \langle P^\top
+        R P, W\rangle`, and :math:`\|P W P^\top\|_F = \|W\|_F` for orthonormal P.
+        """
+        P = np.asarray(P, dtype=np.float64)
+        if P.ndim != 2 or P.shape[0] != self.d or P.shape[1] == 0 or not np.all(np.isfinite(P)):
+            raise ValueError(f"P must be a finite (d, k) array with d = {self.d} and k >= 1; got shape {P.shape}")
+        k = P.shape[1]
+        if float(np.max(np.abs(P.T @ P - np.eye(k)))) > ORTHONORMAL_RTOL:
+            raise ValueError("P must have orthonormal columns (P.T @ P = I); orthonormalize it first, "
+                             "e.g. np.linalg.qr(P)[0]")
+        scalar = self._identity_multiple()
+        R_k = scalar * np.eye(k) if scalar is not None else 0.5 * (P.T @ (self.R + self.R.T) @ P)
+        geometry = QuadrupletGeometry(self.geometry.X @ P, self.constraints, _validated=True)
+        return HingeModel(geometry, self.coef, R_k, self.q, self.name)
+
+    def value_factor(self, F) -> float:
+        r"""The objective :math:`f(F F^\top)` of a PSD point given by a factor F (d x r), never forming
+        the d x d matrix: :math:`\langle R, FF^\top\rangle = \langle RF, F\rangle` (:math:`r\|F\|_F^2`
+        where R is :math:`rI`), :math:`\|FF^\top\|_F^2 = \|F^\top F\|_F^2`, and :math:`K(FF^\top)`
+        through the factor (:meth:`~cvxmetric.hinge.QuadrupletGeometry.values_factor`)."""
+        F = np.asarray(F, dtype=np.float64)
+        if F.ndim != 2 or F.shape[0] != self.d:
+            raise ValueError(f"F must be a (d, r) factor with d = {self.d}; got shape {F.shape}")
+        scalar = self._identity_multiple()
+        linear = scalar * float(np.vdot(F, F)) if scalar is not None else float(np.vdot(self.R @ F, F))
+        quad = 0.5 * self.q * float(np.sum((F.T @ F) ** 2)) if self.q else 0.0
+        margins = self.constraints.delta + self.geometry.values_factor(F.T)
+        return linear + quad + float(self.coef @ np.maximum(margins, 0.0))
+
+    def _identity_multiple(self) -> Optional[float]:
+        """r where the linear term is exactly :math:`rI`, else None (no d x d identity formed: 200 MB
+        at d = 5000)."""
+        R = np.asarray(self.R, dtype=np.float64)
+        r = float(R[0, 0]) if R.size else 0.0
+        diag = np.diagonal(R)
+        return r if np.count_nonzero(R) == np.count_nonzero(diag) and np.all(diag == r) else None
 
     def _with_rows(self, geometry: QuadrupletGeometry, coef: np.ndarray) -> "HingeModel":
         """The same linear and quadratic terms over other constraint rows on the same data (the one

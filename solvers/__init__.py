@@ -7,7 +7,7 @@ the method) and returns the one result contract, :class:`cvxmetric.solvers.resul
 ========================  ==============================================  ==================
 facade                    ``method=``                                     default
 ========================  ==============================================  ==================
-``solve_qwise``           ``"subgradient"``, ``"pdhg"``                   ``"subgradient"``
+``solve_qwise``           ``"subgradient"``, ``"pdhg"``, ``"subspace"``   ``"subgradient"``
 ``solve_qwise_vector``    ``"newton"``                                    ``"newton"``
 ``solve_fantope``         ``"mm"``, ``"subgradient"``, ``"factor"``       ``"mm"``
 ``solve_lmnn``            ``"subgradient"``, ``"pdhg"``                   ``"subgradient"``

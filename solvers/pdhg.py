@@ -170,7 +170,7 @@ from .result import SolverResult, make_result
 
 __all__ = ["pdhg", "start_state", "PDHGState", "estimate_operator_norm", "estimate_norm_from_normal", "PROJECTIONS",
            "CHECKS", "check_costs", "matrix_free_checks",
-           "equilibration", "DEFAULT_TOL", "RESIDUAL_TOL_FRACTION", "CHECK_EVERY", "POWER_ITERATIONS",
+           "equilibration", "estimated_bound", "smallest_ritz_pairs", "DEFAULT_TOL", "RESIDUAL_TOL_FRACTION", "CHECK_EVERY", "POWER_ITERATIONS",
            "POWER_ITERATIONS_CONSTANT_STEP",
            "EQUILIBRATION_MIN_SPREAD", "EQUILIBRATION_MAX_SPREAD"]
 
@@ -417,6 +417,72 @@ def matrix_free_checks(model: HingeModel, checks: str = "auto") -> bool:
     k = LOWRANK_EXTRA_MIN + max(LOWRANK_EXTRA_MIN, math.ceil(LOWRANK_EXTRA_FRACTION * LOWRANK_EXTRA_MIN))
     costs = check_costs(min(geom.X.shape[0], 2 * halves), halves, geom.d, min(geom.d, k), geom.product_cost("Kt"))
     return costs["matrix_free"] < costs["dense"]
+
+
+def estimated_bound(dy: float, theta: float, T: Optional[float], r: float) -> float:
+    r"""The bound the certificate's rules (q = 0, R = rI; :meth:`~cvxmetric.models.HingeModel.dual_bound`)
+    would give for a multiplier with :math:`\delta^\top y` = ``dy`` if :math:`\lambda_{\min}(S)` were
+    ``theta``: :math:`\delta^\top y` where :math:`\theta \ge 0`, else the larger of the trace rule
+    :math:`\delta^\top y + T\theta` (trace bound ``T``, None where there is none) and the theta rule
+    :math:`\delta^\top y\, r / (r - \theta)`. Each rule increases with :math:`\lambda_{\min}`, and a
+    Ritz value is never below it, so at a Ritz value this is at least the bound a proof can give:
+    a proof is worth its cost only where this estimate certifies."""
+    if theta >= 0.0:
+        return dy
+    return max(dy + T * theta if T is not None else -math.inf, dy * r / (r - theta) if dy > 0 else 0.0)
+
+
+def smallest_ritz_pairs(apply_S: Callable, X0: np.ndarray, r: float, max_steps: int = PROOF_RITZ_STEPS) -> tuple:
+    r"""LOBPCG's smallest Ritz pairs of a symmetric S given by its products, and the estimate that
+    chooses the safe shift of the proof of :math:`\lambda_{\min}(S)`
+    (:func:`cvxmetric.linalg.lambda_min_lower_bound`).
+
+    Parameters
+    ----------
+    apply_S : callable
+        ``apply_S(B)`` = :math:`S B` for (d, k) blocks (a formed d x d matrix, or through the data).
+    X0 : ndarray, shape (d, k)
+        Start block (e.g. the previous Ritz vectors).
+    r : float
+        The scale of S's linear term (R = rI): LOBPCG stops once every residual norm is at most
+        ``PROOF_RESIDUAL_RTOL * r``, or after ``max_steps`` iterations.
+
+    Returns
+    -------
+    theta : ndarray
+        The Ritz values, ascending (empty where LOBPCG failed).
+    X : ndarray, shape (d, theta.size)
+        Their Ritz vectors.
+    estimate : (float, float)
+        :math:`(x^\top S x, \|S x - (x^\top S x) x\|)` of the unit smallest Ritz vector x (of the
+        start block's first column where LOBPCG failed): the ``lambda_min_estimate`` of
+        :meth:`~cvxmetric.models.HingeModel.certify`. It only chooses the shift: a poor one gives a
+        weaker bound, never an invalid one.
+    """
+    import warnings
+
+    from scipy.sparse.linalg import LinearOperator, lobpcg
+
+    d = X0.shape[0]
+
+    def matmat(B):
+        return apply_S(B.reshape(d, -1))
+
+    op = LinearOperator((d, d), matvec=matmat, matmat=matmat, dtype=np.float64)
+    theta, X, x = np.zeros(0), X0[:, :0], X0[:, 0]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theta, X = lobpcg(op, X0, largest=False, maxiter=max_steps, tol=PROOF_RESIDUAL_RTOL * r)
+        order = np.argsort(theta)
+        theta, X = theta[order], X[:, order]
+        x = X[:, 0]
+    except (np.linalg.LinAlgError, ValueError):   # keep the start block's first column
+        pass
+    x = x / np.linalg.norm(x)
+    Sx = matmat(x[:, None])[:, 0]
+    value = float(x @ Sx)
+    return theta, X, (value, float(np.linalg.norm(Sx - value * x)))
 
 
 class _ScaledOperator:
@@ -1041,35 +1107,17 @@ class PDHGState:
         that chooses the safe shift of the proof.
         ``KTy_``: the point's :math:`K'^* y'` (d x d), formed for the proof: its products cost
         :math:`d^2` per column against :math:`2 n d` through the data."""
-        import warnings
-
-        from scipy.sparse.linalg import LinearOperator, lobpcg
-
-        r, d = self._R_scalar, self.model.d
+        r = self._R_scalar
 
         def apply_S(B):
-            B = B.reshape(d, -1)
             out = KTy_ @ B
             out += r * B
             return out
 
-        X0 = sc.ritz[:, :min(PROOF_BLOCK, sc.ritz.shape[1])]
-        op = LinearOperator((d, d), matvec=apply_S, matmat=apply_S, dtype=np.float64)
-        x = X0[:, 0]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                theta, X = lobpcg(op, X0, largest=False, maxiter=PROOF_RITZ_STEPS,
-                                  tol=PROOF_RESIDUAL_RTOL * r)
-            order = np.argsort(theta)
-            x = X[:, order[0]]
-            self._neg_basis = np.hstack([X[:, order], self._neg_basis])   # the next scores start there
-        except (np.linalg.LinAlgError, ValueError):   # keep the score's Ritz vector
-            pass
-        x = x / np.linalg.norm(x)
-        Sx = apply_S(x[:, None])[:, 0]
-        theta = float(x @ Sx)
-        return theta, float(np.linalg.norm(Sx - theta * x))
+        theta, X, estimate = smallest_ritz_pairs(apply_S, sc.ritz[:, :min(PROOF_BLOCK, sc.ritz.shape[1])], r)
+        if theta.size:
+            self._neg_basis = np.hstack([X, self._neg_basis])   # the next scores start there
+        return estimate
 
     def _step_cost(self) -> float:
         """Modelled seconds of one step at the current rank: the cheaper projection path
@@ -1097,11 +1145,7 @@ class PDHGState:
         for KTy_, y_, sc in points:
             dy = float(self.delta @ (y_ / self.s))
             theta = float(sc.ritz_values[0]) if sc.ritz_values.size else 0.0
-            # the rules of the bound at theta (each increases with lambda_min, which is <= theta)
-            est = dy
-            if theta < 0.0:
-                est = max(dy + T * theta if T is not None else -math.inf,
-                          dy * self._R_scalar / (self._R_scalar - theta) if dy > 0 else 0.0)
+            est = estimated_bound(dy, theta, T, self._R_scalar)
             if best is None or est > best[0]:
                 best = (est, KTy_, y_, sc)
         est, KTy_, y_, sc = best

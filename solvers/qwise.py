@@ -22,17 +22,21 @@ from .newton import projected_newton
 from .pdhg import DEFAULT_TOL, RESIDUAL_TOL_FRACTION, pdhg
 from .result import ENGINE_HOOKS, SolverResult
 from .subgradient import projected_subgradient
+from .subspace import subspace
 from .working_set import WORKING_SET_OPTIONS, WS_SLACK, ModelPool, solve_working_set
 
 __all__ = ["solve_qwise", "solve_qwise_vector", "QWISE_METHODS", "QWISE_DEFAULT_METHOD", "QWISE_VECTOR_METHODS",
            "BARRIER_START_MAX", "BARRIER_START_GAP"]
 
 #: Full-matrix algorithms of :func:`solve_qwise` and the options each reads: the thesis' projected
-#: subgradient engine and the restarted primal-dual hybrid gradient method (much faster at d = 50
-#: and thousands of constraints).
+#: subgradient engine, the restarted primal-dual hybrid gradient method (much faster at d = 50
+#: and thousands of constraints) and, for the trace regularizer at large d, subspace generation
+#: (:func:`cvxmetric.solvers.subspace.subspace`: PDHG on restricted problems M = P W P^T, certified
+#: on the full space).
 QWISE_METHODS = {
     "pdhg": keyword_options(pdhg, exclude=ENGINE_HOOKS | {"state"}),   # the facade builds the model
     "subgradient": keyword_options(projected_subgradient, exclude=ENGINE_HOOKS),
+    "subspace": keyword_options(subspace, exclude=ENGINE_HOOKS),
 }
 #: The default algorithm, of :func:`solve_qwise` and of :class:`cvxmetric.problems.Qwise` (and so of
 #: the estimator): PDHG, the faster of the two at every size the harness and the benchmarks run.
@@ -79,9 +83,11 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         Positive weight of :math:`\Omega`.
     pull_pairs : array_like, shape (p, 2), optional
         The similar pairs :math:`S` of the ``"pull"`` regularizer (required by it, rejected otherwise).
-    method : {"pdhg", "subgradient"}
+    method : {"pdhg", "subgradient", "subspace"}
         ``"pdhg"`` (default, :data:`QWISE_DEFAULT_METHOD`): restarted PDHG, :func:`cvxmetric.solvers.pdhg.pdhg`;
-        ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`.
+        ``"subgradient"``: thesis alg. 1, :func:`cvxmetric.solvers.subgradient.projected_subgradient`;
+        ``"subspace"``: subspace generation, :func:`cvxmetric.solvers.subspace.subspace` (trace
+        regularizer only; where it pays: :func:`cvxmetric.solvers.subspace.subspace_pays`).
     working_set : bool
         With ``method="pdhg"``: run PDHG on a working set of the constraints near or past the
         margin, certified on the full set (:func:`cvxmetric.solvers.working_set.solve_working_set`:
@@ -164,6 +170,8 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         res.n_iter += start.newton_steps
         res.time = time.perf_counter() - t0
         return res
+    if method == "subspace":
+        return subspace(model, solver_name="qwise-subspace", **options)
     return projected_subgradient(model, solver_name="qwise-subgradient", **options)
 
 

@@ -13,11 +13,13 @@ from ..tolerances import GAP_FIRST_ORDER, GAP_NEWTON, KKT_FAST_FIRST_ORDER, KKT_
 #: certified gap is within tol, earlier than plain PDHG's residual test; at such points the
 #: fast-point KKT residual of this nonsmooth problem is no optimality measure (syn-d20 seed 1:
 #: certified 4e-4, rel. gap 3e-4, KKT 0.13), so, as for the subgradient, it is reported and the
-#: certified gap is checked. "newton": the vector model's projected Newton
+#: certified gap is checked; so for "subspace" (subspace generation, trace regularizer only), which
+#: stops on the full problem's certified gap too. "newton": the vector model's projected Newton
 #: (``solve_qwise_vector(method=...)``).
 TOLERANCES = {"subgradient": Thresholds(GAP_FIRST_ORDER, None),
               "pdhg": Thresholds(GAP_FIRST_ORDER, KKT_FAST_FIRST_ORDER),
               "pdhg-ws": Thresholds(GAP_FIRST_ORDER, None),
+              "subspace": Thresholds(GAP_FIRST_ORDER, None),
               "newton": Thresholds(GAP_NEWTON, KKT_FAST_NEWTON)}
 
 
