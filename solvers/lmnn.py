@@ -186,17 +186,23 @@ def stratified_subsample(y: np.ndarray, factor: int) -> np.ndarray:
     return np.sort(np.concatenate(keep))
 
 
-def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> np.ndarray:
+def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0,
+                 direction=None) -> np.ndarray:
     r"""A start for LMNN on many points: the solution on a class-stratified subsample.
 
     The subsample keeps one point in :data:`COARSE_FACTOR` of every class
     (:func:`stratified_subsample`); its LMNN problem (its own target neighbours) is solved by
     ``method="pdhg"`` to the certified gap :data:`COARSE_TOL`, itself started by this rule while it
-    has more than :data:`COARSE_MIN_POINTS` points, else from :func:`cvxmetric.lmnn.lmnn_start`.
-    LMNN's optimum depends on the sample mostly through its density, so the subsample's metric lies
+    has more than :data:`COARSE_MIN_POINTS` points, else from :func:`cvxmetric.lmnn.lmnn_start`
+    (of ``direction``, a PSD matrix (d, d); default the Euclidean metric). LMNN's optimum depends on the sample mostly through its density, so the subsample's metric lies
     near the full one's: the first full pass meets about as many triplets near the margin as the
     optimum has, instead of the millions of the Euclidean start (see :data:`COARSE_MIN_POINTS`).
-    Only the start changes; the program and its certificate do not.
+    Only the start changes; the program and its certificate do not. A ``direction`` (e.g. a
+    metric-learn ``init``) enters at the smallest level only: started there from it, the levels
+    above start from the level below, so the full problem starts near its optimum whatever the
+    direction (a low-rank one, such as an LDA map, puts most impostors inside the margin: started
+    from it on the full data, the first passes meet a number of triplets near the margin that grows
+    like n^2).
 
     Returns
     -------
@@ -208,12 +214,12 @@ def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, mar
     y = as_labels(y, X.shape[0])
     if X.shape[0] <= COARSE_MIN_POINTS:
         search = ImpostorSearch(X, y, n_neighbors, margin=margin)
-        return lmnn_start(X, search.target_pairs, margin)
+        return lmnn_start(X, search.target_pairs, margin, direction=direction)
     sub = stratified_subsample(y, COARSE_FACTOR)
     with warnings.catch_warnings():   # an uncertified coarse level is still a start
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = solve_lmnn(X[sub], y[sub], n_neighbors, regularization=regularization, margin=margin,
-                         method="pdhg", tol=COARSE_TOL, residual_tol=COARSE_TOL)
+                         method="pdhg", tol=COARSE_TOL, residual_tol=COARSE_TOL, start_direction=direction)
     return res.M
 
 
@@ -278,8 +284,8 @@ def _unwhiten(res: SolverResult, wh: PullWhitening, pull: HingeModel) -> SolverR
 
 
 def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0,
-               impostors: str = "search", method: str = DEFAULT_METHOD, M0=None, max_triplets=None,
-               whiten=None, **options) -> SolverResult:
+               impostors: str = "search", method: str = DEFAULT_METHOD, M0=None, start_direction=None,
+               max_triplets=None, whiten=None, **options) -> SolverResult:
     r"""Solve LMNN by projected subgradient or by PDHG on a working set (module docstring).
 
     Parameters
@@ -307,6 +313,11 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         violated. Above :data:`COARSE_MIN_POINTS` points the default is :func:`coarse_start` (the
         solution on a class-stratified subsample) and ``method="pdhg"``'s first working set holds
         every triplet near the margin there (``max_add`` default 0, no cap).
+    start_direction : array_like, shape (d, d), optional
+        A PSD direction for the default start instead of the Euclidean metric (with ``M0``: a
+        ValueError): :func:`cvxmetric.lmnn.lmnn_start` of it, and above :data:`COARSE_MIN_POINTS`
+        points the start of :func:`coarse_start`'s smallest level (``info["start"]`` is then
+        ``"coarse_start"``). The estimator's metric-learn ``init`` arrives here.
     max_triplets : int, optional
         Bound on the working set of ``impostors="search"`` (default
         :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`); rejected with ``impostors="materialised"``.
@@ -369,18 +380,20 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
                          "impostors='materialised' (drop it)")
     max_triplets = MAX_WORKING_TRIPLETS if max_triplets is None else max_triplets
     d = X.shape[1]
+    direction = _start_direction(start_direction, M0, d)
     search = ImpostorSearch(X, y, n_neighbors, margin=margin)
     coarse = M0 is None and X.shape[0] > COARSE_MIN_POINTS
     start, t_start = ("given" if M0 is not None else "coarse_start" if coarse else "lmnn_start"), time.perf_counter()
     if coarse:
-        M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin)
+        M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin,
+                          direction=direction)
         if method == "pdhg":
             # near the optimum, so the first W holds every triplet near the margin (a small first W
             # lets the restricted optimum collapse M: measured at 5,000 points, a first W of 5,000
             # triplets took the full objective to 6e2 times the optimum's, 3.4e7 against 5.3e4)
             options.setdefault("max_add", 0)
     elif M0 is None:
-        M0 = lmnn_start(X, search.target_pairs, margin)
+        M0 = lmnn_start(X, search.target_pairs, margin, direction=direction)
     else:
         M0 = as_square_symmetric(M0, "M0", d=d, psd=True)
     start_seconds = time.perf_counter() - t_start
@@ -407,6 +420,16 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     if impostors == "search":
         res = dataclasses.replace(res, working_set=res.info["model"].constraints)
     return _with_zero_optimum_note(res, (1.0 - regularization) * margin * search.n_triplets)
+
+
+def _start_direction(start_direction, M0, d: int) -> Optional[np.ndarray]:
+    """The checked ``start_direction`` of :func:`solve_lmnn` (None when not given)."""
+    if start_direction is None:
+        return None
+    if M0 is not None:
+        raise ValueError("give M0 (the start itself) or start_direction (the direction of the default start), "
+                         "not both")
+    return as_square_symmetric(start_direction, "start_direction", d=d, psd=True)
 
 
 def _with_zero_optimum_note(res: SolverResult, reference: float) -> SolverResult:
