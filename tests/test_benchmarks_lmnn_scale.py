@@ -48,3 +48,17 @@ def test_a_peer_over_the_memory_limit_is_skipped_with_its_reason(capsys, monkeyp
     assert lmnn_scale.main(["--sizes", "200", "--d", "10", "--peers", "metric-learn", "--peer-gb", "1e-6"]) == 0
     out = capsys.readouterr().out
     assert not ran and "skipped: 0.0 GB > 1e-06" in out, out   # 3.6e-05 GB
+
+
+def test_estimator_rows_take_the_scalable_engine_and_certify(capsys, monkeypatch):
+    """The estimator benchmark's rows (coarse start lowered to their size): the PDHG engine from the
+    coarse start, certified within tol (no '*')."""
+    from benchmarks import lmnn_estimator
+    from cvxmetric.solvers import lmnn as lmnn_solvers
+    monkeypatch.setattr(lmnn_solvers, "COARSE_MIN_POINTS", 100)
+    monkeypatch.setattr(lmnn_estimator, "fit_in_own_process", lmnn_estimator.fit_row)
+    assert lmnn_estimator.main(["--points", "300"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "300 x" in line]
+    assert len(rows) == len(lmnn_estimator.ROWS)
+    for row in rows:
+        assert "lmnn-pdhg" in row and "coarse_start" in row and "*" not in row, row
