@@ -91,6 +91,21 @@ class LMNN(PointsLearner):
     components_, result_, certificate_, problem_, solver_, n_iter_
         See :class:`cvxmetric.estimators._base.MetricLearner`; ``problem_`` is the
         :class:`cvxmetric.problems.LMNN` of the fit.
+
+    Notes
+    -----
+    ``fit`` solves :class:`cvxmetric.problems.LMNN` with the engine of
+    :func:`cvxmetric.solvers.solve_lmnn` (``result_.solver == "lmnn-pdhg"``: the implicit triplet
+    set, never listed; a working set of the triplets near the margin; on more than
+    :data:`~cvxmetric.solvers.lmnn.COARSE_MIN_POINTS` points the coarse start), and the
+    certificate covers the full triplet set: ``certificate_.value`` is the certified relative gap
+    (``certificate_.measure == "certified_gap"``), ``certificate_.lower_bound`` the bound.
+    Measured (``python -m benchmarks.lmnn_estimator``: ``LMNN(n_neighbors=3).fit(X, y)`` with
+    its defaults, 20,000 points, one BLAS thread, CPU seconds, peak resident memory of the process):
+    10 Gaussian classes, d = 50 (1.08e9 triplets): 32.3 s, 64 PDHG iterations, gap 5.7e-7, 0.91 GB;
+    the same with half the columns x 1e3: 28.8 s, gap 8.0e-7; digits tiled to 20,000 points and
+    standardized (d = 64): 35.1 s, 192 iterations, gap 7.4e-5, 1.43 GB; ``n_components=5`` (the
+    ``"auto"`` init is then LDA's rank-5 map): 33.6 s, gap 5.8e-7.
     """
 
     def __init__(self, n_neighbors=3, regularization=0.5, margin=1.0, solver=None, tol=None, max_iter=None,
