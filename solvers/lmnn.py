@@ -43,16 +43,12 @@ distinct pairs (:class:`cvxmetric.hinge.PairTable`; the cost model of :mod:`cvxm
 takes difference vectors only for fewer halves than about the number of points), and with PDHG's
 vectors takes :data:`cvxmetric.lmnn.WORKING_SET_BYTES_PER_TRIPLET` bytes per triplet,
 so :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS` comes from a memory budget. Measured on
-:func:`cvxmetric.generators.gaussian_classes` (``python -m benchmarks.lmnn_scale --sizes 20000 --d 50
-100 --peers none``: 1.08e9 triplets, tol 1e-2, one BLAS thread, CPU seconds end to end, peak
-resident memory): d = 50, certified gap 3.6e-3 after 32 PDHG iterations on the full data,
-32.4 s, 0.86 GB; d = 100, gap 4.0e-3 after 32 iterations (2 rounds, working sets of 1.7e6 and
-2.6e6 triplets), 73.4 s, 2.2 GB. On 100,000 points, d = 50 (2.7e10 triplets; ``solve_lmnn(X, y, 3,
-tol=1e-2, residual_tol=1e-2)`` on ``gaussian_classes(100000, 50, 10, seed=0)``, one BLAS thread):
-gap 1.8e-4 after 64 iterations (3 rounds, working sets of 6.6e6, 7.0e6 and 5.5e6 triplets),
-382 CPU seconds (the four coarse levels, 390 to 25,000 points, took 11 % of the wall-clock time),
-3.9 GB; d = 100 (the same call): gap 5.5e-3 after 32 iterations (2 rounds, working sets of 9.1e6
-and 1.2e7 triplets), 545 CPU seconds, 5.9 GB.
+:func:`cvxmetric.generators.gaussian_classes` (``python -m benchmarks.lmnn_scale --sizes 20000 100000
+--d 50 100 --cap 300``: tol 1e-2, one BLAS thread, CPU seconds end to end, peak resident memory
+of the process, docs/benchmarks.md): 20,000 points (1.08e9 triplets), d = 50: certified gap
+6.4e-3 after 32 PDHG iterations on the full data, 30.1 s, 0.88 GB; d = 100: gap 5.9e-3 after 32
+iterations, 49.1 s, 1.43 GB. 100,000 points (2.7e10 triplets), d = 50: gap 5.4e-4 after 64
+iterations, 311.7 s, 4.31 GB; d = 100: gap 1.9e-3 after 64 iterations, 646.9 s, 6.92 GB.
 
 With ``whiten=True`` (default, both methods) the method runs in the coordinates where the pull
 term is the trace (:class:`PullWhitening`): the same program, certificate and triplets, and the
