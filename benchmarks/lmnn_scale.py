@@ -4,7 +4,8 @@ Run from the repository root::
 
     python -m benchmarks.lmnn_scale                          # 20,000 points, d = 50, both peers (builds their venv)
     python -m benchmarks.lmnn_scale --sizes 5000 20000 --d 50 100
-    python -m benchmarks.lmnn_scale --sizes 100000 --d 50 100 --peers none   # ours only (the peers take hours)
+    python -m benchmarks.lmnn_scale --sizes 20000 100000 --d 50 100 --cap 300 --write-docs   # the page's table
+    python -m benchmarks.lmnn_scale --sizes 100000 --d 50 100 --peers none   # ours only
     python -m benchmarks.lmnn_scale --peers none             # ours only
     python -m benchmarks.lmnn_scale --write-docs             # and write the output into docs/benchmarks.md
 
@@ -27,7 +28,10 @@ rotated, unevenly scaled noise, seed ``--seed``). The problem: LMNN with ``n_nei
   (``--venv``; made when missing: scikit-learn 1.5.2, metric-learn 0.7.0, pylmnn, six), one
   BLAS thread, the two side by side (each in its own process: their CPU seconds do not depend on
   it), fit capped at ``--cap`` CPU seconds (a capped run is scored at its last accepted
-  iterate). Seconds are CPU seconds of the process beside ours (on a shared machine the wall-clock
+  iterate). A peer is skipped, with its reason printed in its cell, when the row would need more
+  memory than ``--peer-gb`` for it (:func:`peer_skip_reason`): metric-learn's impostor search holds a
+  dense distance matrix between one class and the classes above it (9 GB with its masks at
+  100,000 points in 10 classes). Seconds are CPU seconds of the process beside ours (on a shared machine the wall-clock
   figure adds the waiting for a core; ours is printed both ways). pylmnn 1.6 imports GPyOpt in its
   package ``__init__`` and passes a 2-D ``x0`` to :func:`scipy.optimize.minimize`, which current
   scipy rejects; the benchmark patches the
@@ -71,6 +75,14 @@ CAP_SECONDS = 600.0
 #: Iteration limits high enough that the cap, not the limit, stops a long run (pylmnn's default 50
 #: L-BFGS iterations would stop it early; metric-learn's default is 1000).
 PEER_MAX_ITER = {"pylmnn": 1000, "metric-learn": 1000}
+#: Memory a peer's fit may take before the row skips it (GB). The machine (23 GB) is shared with
+#: other jobs, and our own row peaks at 3.9 GB (100,000 x 50) to 5.9 GB (100,000 x 100).
+PEER_GB = 4.0
+#: metric-learn 0.7.0's ``LMNN._find_impostors`` computes, for each class c, the dense squared
+#: distances between the points of the classes above c and the points of c (float64, 8 bytes an
+#: entry) and compares them with two margin arrays (two boolean masks of the same shape, 1 byte an
+#: entry each): 10 bytes an entry at the peak.
+METRIC_LEARN_BYTES_PER_DISTANCE = 10
 
 #: The child process: fit one peer with a wall-clock cap, keep its last accepted L.
 _PEER_SCRIPT = r"""
@@ -165,6 +177,25 @@ def ensure_venv(venv: Path) -> Path:
     return python
 
 
+def peer_memory_gb(peer: str, y: np.ndarray) -> float:
+    """The largest array (GB) ``peer``'s fit holds on labels ``y`` beyond its O(n d) data: metric-learn's
+    class-by-class distance block (:data:`METRIC_LEARN_BYTES_PER_DISTANCE`); pylmnn searches impostors
+    in blocks of bounded size (0 here)."""
+    if peer != "metric-learn":
+        return 0.0
+    labels, counts = np.unique(y, return_counts=True)
+    above = len(y) - np.cumsum(counts)                    # points in the classes after each class
+    return float(np.max(counts * above)) * METRIC_LEARN_BYTES_PER_DISTANCE / 1e9
+
+
+def peer_skip_reason(peer: str, y: np.ndarray, limit_gb: float) -> str | None:
+    """Why ``peer`` is not run on labels ``y`` (its memory over ``limit_gb``), or None to run it."""
+    need = peer_memory_gb(peer, y)
+    if need <= limit_gb:
+        return None
+    return f"skipped: {need:.1f} GB > {limit_gb:g}"
+
+
 def run_peer(python: Path, peer: str, X: np.ndarray, y: np.ndarray, cap: float) -> dict:
     """Fit ``peer`` on (X, y) in the peer environment: ``L``, ``time`` (fit seconds), ``capped``, ``n_iter``."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -216,13 +247,21 @@ def ours_cells(n: int, d: int, ours: dict) -> str:
 
 
 def peer_cells(run: dict, search: ImpostorSearch) -> str:
-    """A peer's columns: its CPU seconds and our objective at its metric."""
+    """A peer's columns: its CPU seconds and our objective at its metric (or why it did not run)."""
+    if "skipped" in run:
+        return f" | {run['skipped']:>32}"
     if "error" in run:
         return f" | {'failed':>20} {run['error'][:11]:>11}"
     with threadpool_limits(limits=1, user_api="blas"):
         value = search.objective(run["L"].T @ run["L"], REGULARIZATION)
     seconds = f"{run['cpu']:.1f}" + (" (capped)" if run["capped"] else "")
     return f" | {seconds:>20} {value:>11.6g}"
+
+
+def run_or_skip(python: Path, peer: str, X: np.ndarray, y: np.ndarray, args: argparse.Namespace) -> dict:
+    """:func:`run_peer`, or ``{"skipped": reason}`` when :func:`peer_skip_reason` gives one."""
+    reason = peer_skip_reason(peer, y, args.peer_gb)
+    return {"skipped": reason} if reason else run_peer(python, peer, X, y, args.cap)
 
 
 def main(argv=None) -> int:
@@ -233,6 +272,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tol", type=float, default=1e-2, help="our certified relative gap")
     parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=[*PEERS, "none"])
     parser.add_argument("--cap", type=float, default=CAP_SECONDS, help="CPU seconds a peer's fit may take")
+    parser.add_argument("--peer-gb", type=float, default=PEER_GB,
+                        help="a peer whose fit needs more memory (GB) than this is skipped in that row")
     parser.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "venv-lmnn-peers",
                         help="the peers' virtual environment (created when missing)")
     args = parser.parse_args(argv)
@@ -256,14 +297,15 @@ def main(argv=None) -> int:
             print(ours_cells(n, d, ours), end="", flush=True)   # the peers' cells follow on the line
             search = ImpostorSearch(X, y, N_NEIGHBORS)
             with ThreadPoolExecutor(max_workers=max(1, len(peers))) as pool:   # each in its own process
-                runs = list(pool.map(lambda peer: run_peer(python, peer, X, y, args.cap), peers))
+                runs = list(pool.map(lambda peer: run_or_skip(python, peer, X, y, args), peers))
             print("".join(peer_cells(r, search) for r in runs), flush=True)
     print("ours: seconds end to end (target neighbours, the coarse start, every full impostor pass) and the process's "
           "CPU seconds (one BLAS thread: the wall-clock figure less the waiting of a shared machine), PDHG iterations "
           "on the full data, certified relative gap (* not within tol), objective and lower bound over the full "
           "triplet set, peak resident memory of the process that ran it (forked for the row: the data and the "
           "interpreter included); a peer's CPU seconds of its fit (one BLAS thread) and our objective at its M = L^T L "
-          "(capped: at its last accepted iterate)")
+          "(capped: at its last accepted iterate; skipped: the memory its fit would take, over --peer-gb "
+          f"{args.peer_gb:g} GB: metric-learn's dense class-by-class distance block)")
     return 0
 
 

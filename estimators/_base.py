@@ -150,18 +150,19 @@ class MetricLearner(BaseEstimator):
         """The certified tolerance: ``tol``, else metric-learn's ``convergence_tol`` where the estimator has it."""
         return self.tol if self.tol is not None else getattr(self, "convergence_tol", None)
 
-    def _fit_problem(self, problem, random_state=None, start=None):
+    def _fit_problem(self, problem, random_state=None, start=None, start_option=None):
         """Solve ``problem`` (a :class:`cvxmetric.problems.Problem`) with the chosen solver and set
         the fitted attributes; ``random_state``: the fit's :meth:`_random_source` when it already
-        drew from it (None: taken here); ``start``: the fast solver's start ``M0`` (None: its own;
-        in the form of the problem's ``start_option``; one in ``solver_options`` takes precedence; the exact solve takes no start)."""
+        drew from it (None: taken here); ``start``: the fast solver's start (None: its own), passed
+        as its option ``start_option`` (default the problem's ``start_option``, the start itself);
+        a start in ``solver_options`` takes precedence; the exact solve takes no start."""
         from ._metric_learn import report_fit
         solver = self._check_solver(problem)
         self._check_common()
         rs = self._random_source() if random_state is None else random_state
         options = dict(self.solver_options or {})
-        if start is not None and solver != EXACT:
-            options.setdefault(problem.start_option, start)
+        if start is not None and solver != EXACT and problem.start_option not in options:
+            options.setdefault(start_option or problem.start_option, start)
         res = problem.solve(solver, tol=self._tol(), max_iter=self.max_iter, random_state=rs, **options)
         self._check_preprocessor()
         self.problem_ = problem

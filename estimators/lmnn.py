@@ -4,8 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 from cvxmetric import problems
-from cvxmetric.generators import target_neighbors, target_pairs
-from cvxmetric.lmnn import lmnn_start
 
 from ._base import PointsLearner
 from ._labels import points_and_labels
@@ -17,16 +15,16 @@ _OPTIMISER_ONLY = {"learn_rate": None, "min_iter": None}
 __all__ = ["LMNN"]
 
 
-def _start(init, X, y, n_neighbors, margin, n_components, random_state):
-    """The solver's start from metric-learn's ``init``: the direction ``L0.T @ L0`` of its initial
-    map scaled to the data's units (:func:`cvxmetric.lmnn.lmnn_start`); None for the full identity,
-    which leaves the start to the solver (the same scaled identity, or on many points the solution of
-    a subsample, :func:`cvxmetric.solvers.lmnn.coarse_start`)."""
+def _start_direction(init, X, y, n_components, random_state):
+    """The direction ``L0.T @ L0`` of metric-learn's initial map ``init``, or None for the full
+    identity (the solver's own default direction). The solver scales it to the data's units
+    (:func:`cvxmetric.lmnn.lmnn_start`), and on many points starts the smallest level of its
+    coarse start from it (:func:`cvxmetric.solvers.lmnn.coarse_start`), so that the full problem
+    starts near its optimum whatever ``init`` is."""
     L0 = initial_components(init, X, y, n_components, random_state)
     if L0.shape == (X.shape[1],) * 2 and np.array_equal(L0, np.eye(X.shape[1])):
         return None
-    targets = target_pairs(target_neighbors(X, y, n_neighbors))
-    return lmnn_start(X, targets, margin, direction=L0.T @ L0)
+    return L0.T @ L0
 
 
 class LMNN(PointsLearner):
@@ -66,7 +64,11 @@ class LMNN(PointsLearner):
     init : {"auto", "identity", "random", "pca", "lda"} or array (k, d)
         metric-learn's initial map ``L0`` (``k = n_components``, or ``d``), used as the solver's
         start: the direction ``L0.T @ L0`` scaled to the data's units (a target neighbour at squared
-        distance ``margin`` on average, :func:`cvxmetric.lmnn.lmnn_start`). ``"auto"`` is
+        distance ``margin`` on average, :func:`cvxmetric.lmnn.lmnn_start`; the solver's
+        ``start_direction``). On more than :data:`cvxmetric.solvers.lmnn.COARSE_MIN_POINTS` points
+        it starts the smallest subsample of the solver's coarse start instead
+        (:func:`cvxmetric.solvers.lmnn.coarse_start`): the fit on 20,000 points takes the same
+        path whatever ``init`` is. ``"auto"`` is
         metric-learn's rule (:func:`~cvxmetric.estimators._metric_learn.auto_init`): ``"lda"``
         when ``k <= min(d, n_classes - 1)``, else ``"pca"`` when ``k < min(d, n_samples)``, else
         ``"identity"`` (the solver's own start). The problem is convex: the start changes the
@@ -89,6 +91,21 @@ class LMNN(PointsLearner):
     components_, result_, certificate_, problem_, solver_, n_iter_
         See :class:`cvxmetric.estimators._base.MetricLearner`; ``problem_`` is the
         :class:`cvxmetric.problems.LMNN` of the fit.
+
+    Notes
+    -----
+    ``fit`` solves :class:`cvxmetric.problems.LMNN` with the engine of
+    :func:`cvxmetric.solvers.solve_lmnn` (``result_.solver == "lmnn-pdhg"``: the implicit triplet
+    set, never listed; a working set of the triplets near the margin; on more than
+    :data:`~cvxmetric.solvers.lmnn.COARSE_MIN_POINTS` points the coarse start), and the
+    certificate covers the full triplet set: ``certificate_.value`` is the certified relative gap
+    (``certificate_.measure == "certified_gap"``), ``certificate_.lower_bound`` the bound.
+    Measured (``python -m benchmarks.lmnn_estimator``: ``LMNN(n_neighbors=3).fit(X, y)`` with
+    its defaults, 20,000 points, one BLAS thread, CPU seconds, peak resident memory of the process):
+    10 Gaussian classes, d = 50 (1.08e9 triplets): 32.3 s, 64 PDHG iterations, gap 5.7e-7, 0.91 GB;
+    the same with half the columns x 1e3: 28.8 s, gap 8.0e-7; digits tiled to 20,000 points and
+    standardized (d = 64): 35.1 s, 192 iterations, gap 7.4e-5, 1.43 GB; ``n_components=5`` (the
+    ``"auto"`` init is then LDA's rank-5 map): 33.6 s, gap 5.8e-7.
     """
 
     def __init__(self, n_neighbors=3, regularization=0.5, margin=1.0, solver=None, tol=None, max_iter=None,
@@ -118,7 +135,7 @@ class LMNN(PointsLearner):
         rs = self._random_source()
         problem = problems.LMNN(X, y, n_neighbors=self.n_neighbors, regularization=self.regularization,
                                 margin=self.margin)
-        start = _start(self.init, X, y, self.n_neighbors, self.margin, k, rs)
-        self._fit_problem(problem, rs, start=start)
+        direction = _start_direction(self.init, X, y, k, rs)
+        self._fit_problem(problem, rs, start=direction, start_option="start_direction")
         self.components_ = truncated_components(self.components_, k)
         return self

@@ -250,7 +250,9 @@ class Fantope(Problem):
         Returns
         -------
         SolverResult
-            Labelled ``"fantope-bound-<method>"``.
+            Labelled ``"fantope-bound-<method>"``; ``info["bound_W"]`` is the Fantope point ``W`` of
+            the program solved, which :meth:`verify` checks the result on (not ``W`` of the
+            result's M).
         """
         from cvxmetric.solvers.pdhg import pdhg
         from cvxmetric.solvers.subgradient import projected_subgradient
@@ -258,8 +260,9 @@ class Fantope(Problem):
         if method not in engines:
             raise ValueError(f"method must be one of {tuple(engines)} for the convex bound; got {method!r}")
         instance = self._bound_at(at)
-        return engines[method](_model_of(instance).bound(instance.extra["W"]), solver_name=f"fantope-bound-{method}",
-                               **options)
+        W = instance.extra["W"]
+        res = engines[method](_model_of(instance).bound(W), solver_name=f"fantope-bound-{method}", **options)
+        return dataclasses.replace(res, info={**res.info, "bound_W": W.copy()})
 
     def _bound_at(self, at) -> Instance:
         """The instance of the bound at ``W(at)``, or the instance itself when it carries ``W``."""
@@ -289,6 +292,10 @@ class Fantope(Problem):
         if M.shape != (self.d, self.d) or not np.all(np.isfinite(M)):
             raise ValueError(f"M must be a finite ({self.d}, {self.d}) matrix; got shape {M.shape}")
         W = fantope_projector(0.5 * (M + M.T), self.d - self.params["rank"])
+        return self._instance_with_W(W)
+
+    def _instance_with_W(self, W) -> Instance:
+        """The instance of the convex bound at the Fantope point ``W``."""
         return dataclasses.replace(self.instance, name=instance_name(self.instance.name, W), extra={"W": W})
 
     def truth(self, rtol=None, *, at=None):
@@ -307,6 +314,10 @@ class Fantope(Problem):
         return self.bound_instance(point)
 
     def _verification_instance(self, result) -> Instance:
+        """A result of :meth:`solve_bound` is checked on the bound it solved (its ``info["bound_W"]``);
+        any other result on the bound at ``W(result.M)``, its critical-point test."""
+        if "bound_W" in result.info:
+            return self._instance_with_W(np.array(result.info["bound_W"], dtype=np.float64))
         return self.bound_instance(result.M)
 
     def exact(self, *, tol=None, max_iter=None):

@@ -14,7 +14,15 @@ The model is a :class:`~cvxmetric.models.HingeModel` (the "pull" linear term and
   no triplets and its constraint oracle (:func:`cvxmetric.lmnn.impostor_oracle`) adds every
   triplet violated at the current metric at each full re-check; the returned objective and
   ``info["model"]`` come from a search at the returned M (every triplet violated there).
-  ``impostors="materialised"`` runs the engine on the full triplet set (small data).
+  ``impostors="materialised"`` runs the engine on the full triplet set (small data). The working
+  set holds per triplet its index row and a few scalars (margin, weight, coefficient, active flag),
+  no d-vector and no d x d matrix: about 400 bytes per triplet whatever d. Measured as the peak
+  of numpy's allocations (``tracemalloc``) over ``solve_lmnn(X, y, 3, method="subgradient",
+  M0=coarse_start(X, y, 3), max_iter=40, tol=1e-2)`` divided by ``info["max_working_set"]``, on
+  :func:`cvxmetric.generators.gaussian_classes` ``(n, d, 10, seed=0)``, one BLAS thread:
+  20,000 x 50, 0.69 GB at a largest working set of 1.76e6 triplets, 393 bytes per triplet (the
+  process's resident memory grew by 0.45 GB over the coarse start's); 2,000 points, d = 10, 50,
+  100: 441, 408 and 418 bytes.
 * ``method="pdhg"``: :func:`cvxmetric.solvers.working_set.solve_working_set`, restarted PDHG on a
   working set of triplets with full passes that add the triplets near or past the margin, drop
   long-inactive ones and certify the **full** problem (the lower bound is the full model's dual
@@ -35,16 +43,12 @@ distinct pairs (:class:`cvxmetric.hinge.PairTable`; the cost model of :mod:`cvxm
 takes difference vectors only for fewer halves than about the number of points), and with PDHG's
 vectors takes :data:`cvxmetric.lmnn.WORKING_SET_BYTES_PER_TRIPLET` bytes per triplet,
 so :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS` comes from a memory budget. Measured on
-:func:`cvxmetric.generators.gaussian_classes` (``python -m benchmarks.lmnn_scale --sizes 20000 --d 50
-100 --peers none``: 1.08e9 triplets, tol 1e-2, one BLAS thread, CPU seconds end to end, peak
-resident memory): d = 50, certified gap 3.6e-3 after 32 PDHG iterations on the full data,
-32.4 s, 0.86 GB; d = 100, gap 4.0e-3 after 32 iterations (2 rounds, working sets of 1.7e6 and
-2.6e6 triplets), 73.4 s, 2.2 GB. On 100,000 points, d = 50 (2.7e10 triplets; ``solve_lmnn(X, y, 3,
-tol=1e-2, residual_tol=1e-2)`` on ``gaussian_classes(100000, 50, 10, seed=0)``, one BLAS thread):
-gap 1.8e-4 after 64 iterations (3 rounds, working sets of 6.6e6, 7.0e6 and 5.5e6 triplets),
-382 CPU seconds (the four coarse levels, 390 to 25,000 points, took 11 % of the wall-clock time),
-3.9 GB; d = 100 (the same call): gap 5.5e-3 after 32 iterations (2 rounds, working sets of 9.1e6
-and 1.2e7 triplets), 545 CPU seconds, 5.9 GB.
+:func:`cvxmetric.generators.gaussian_classes` (``python -m benchmarks.lmnn_scale --sizes 20000 100000
+--d 50 100 --cap 300``: tol 1e-2, one BLAS thread, CPU seconds end to end, peak resident memory
+of the process, docs/benchmarks.md): 20,000 points (1.08e9 triplets), d = 50: certified gap
+6.4e-3 after 32 PDHG iterations on the full data, 30.1 s, 0.88 GB; d = 100: gap 5.9e-3 after 32
+iterations, 49.1 s, 1.43 GB. 100,000 points (2.7e10 triplets), d = 50: gap 5.4e-4 after 64
+iterations, 311.7 s, 4.31 GB; d = 100: gap 1.9e-3 after 64 iterations, 646.9 s, 6.92 GB.
 
 With ``whiten=True`` (default, both methods) the method runs in the coordinates where the pull
 term is the trace (:class:`PullWhitening`): the same program, certificate and triplets, and the
@@ -186,17 +190,23 @@ def stratified_subsample(y: np.ndarray, factor: int) -> np.ndarray:
     return np.sort(np.concatenate(keep))
 
 
-def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0) -> np.ndarray:
+def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0,
+                 direction=None) -> np.ndarray:
     r"""A start for LMNN on many points: the solution on a class-stratified subsample.
 
     The subsample keeps one point in :data:`COARSE_FACTOR` of every class
     (:func:`stratified_subsample`); its LMNN problem (its own target neighbours) is solved by
     ``method="pdhg"`` to the certified gap :data:`COARSE_TOL`, itself started by this rule while it
-    has more than :data:`COARSE_MIN_POINTS` points, else from :func:`cvxmetric.lmnn.lmnn_start`.
-    LMNN's optimum depends on the sample mostly through its density, so the subsample's metric lies
+    has more than :data:`COARSE_MIN_POINTS` points, else from :func:`cvxmetric.lmnn.lmnn_start`
+    (of ``direction``, a PSD matrix (d, d); default the Euclidean metric). LMNN's optimum depends on the sample mostly through its density, so the subsample's metric lies
     near the full one's: the first full pass meets about as many triplets near the margin as the
     optimum has, instead of the millions of the Euclidean start (see :data:`COARSE_MIN_POINTS`).
-    Only the start changes; the program and its certificate do not.
+    Only the start changes; the program and its certificate do not. A ``direction`` (e.g. a
+    metric-learn ``init``) enters at the smallest level only: started there from it, the levels
+    above start from the level below, so the full problem starts near its optimum whatever the
+    direction (a low-rank one, such as an LDA map, puts most impostors inside the margin: started
+    from it on the full data, the first passes meet a number of triplets near the margin that grows
+    like n^2).
 
     Returns
     -------
@@ -208,12 +218,12 @@ def coarse_start(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, mar
     y = as_labels(y, X.shape[0])
     if X.shape[0] <= COARSE_MIN_POINTS:
         search = ImpostorSearch(X, y, n_neighbors, margin=margin)
-        return lmnn_start(X, search.target_pairs, margin)
+        return lmnn_start(X, search.target_pairs, margin, direction=direction)
     sub = stratified_subsample(y, COARSE_FACTOR)
     with warnings.catch_warnings():   # an uncertified coarse level is still a start
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = solve_lmnn(X[sub], y[sub], n_neighbors, regularization=regularization, margin=margin,
-                         method="pdhg", tol=COARSE_TOL, residual_tol=COARSE_TOL)
+                         method="pdhg", tol=COARSE_TOL, residual_tol=COARSE_TOL, start_direction=direction)
     return res.M
 
 
@@ -278,8 +288,8 @@ def _unwhiten(res: SolverResult, wh: PullWhitening, pull: HingeModel) -> SolverR
 
 
 def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margin: float = 1.0,
-               impostors: str = "search", method: str = DEFAULT_METHOD, M0=None, max_triplets=None,
-               whiten=None, **options) -> SolverResult:
+               impostors: str = "search", method: str = DEFAULT_METHOD, M0=None, start_direction=None,
+               max_triplets=None, whiten=None, **options) -> SolverResult:
     r"""Solve LMNN by projected subgradient or by PDHG on a working set (module docstring).
 
     Parameters
@@ -307,6 +317,11 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
         violated. Above :data:`COARSE_MIN_POINTS` points the default is :func:`coarse_start` (the
         solution on a class-stratified subsample) and ``method="pdhg"``'s first working set holds
         every triplet near the margin there (``max_add`` default 0, no cap).
+    start_direction : array_like, shape (d, d), optional
+        A PSD direction for the default start instead of the Euclidean metric (with ``M0``: a
+        ValueError): :func:`cvxmetric.lmnn.lmnn_start` of it, and above :data:`COARSE_MIN_POINTS`
+        points the start of :func:`coarse_start`'s smallest level (``info["start"]`` is then
+        ``"coarse_start"``). The estimator's metric-learn ``init`` arrives here.
     max_triplets : int, optional
         Bound on the working set of ``impostors="search"`` (default
         :data:`cvxmetric.lmnn.MAX_WORKING_TRIPLETS`); rejected with ``impostors="materialised"``.
@@ -369,18 +384,20 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
                          "impostors='materialised' (drop it)")
     max_triplets = MAX_WORKING_TRIPLETS if max_triplets is None else max_triplets
     d = X.shape[1]
+    direction = _start_direction(start_direction, M0, d)
     search = ImpostorSearch(X, y, n_neighbors, margin=margin)
     coarse = M0 is None and X.shape[0] > COARSE_MIN_POINTS
     start, t_start = ("given" if M0 is not None else "coarse_start" if coarse else "lmnn_start"), time.perf_counter()
     if coarse:
-        M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin)
+        M0 = coarse_start(X, search.y, n_neighbors, regularization=regularization, margin=margin,
+                          direction=direction)
         if method == "pdhg":
             # near the optimum, so the first W holds every triplet near the margin (a small first W
             # lets the restricted optimum collapse M: measured at 5,000 points, a first W of 5,000
             # triplets took the full objective to 6e2 times the optimum's, 3.4e7 against 5.3e4)
             options.setdefault("max_add", 0)
     elif M0 is None:
-        M0 = lmnn_start(X, search.target_pairs, margin)
+        M0 = lmnn_start(X, search.target_pairs, margin, direction=direction)
     else:
         M0 = as_square_symmetric(M0, "M0", d=d, psd=True)
     start_seconds = time.perf_counter() - t_start
@@ -407,6 +424,16 @@ def solve_lmnn(X, y, n_neighbors: int = 3, *, regularization: float = 0.5, margi
     if impostors == "search":
         res = dataclasses.replace(res, working_set=res.info["model"].constraints)
     return _with_zero_optimum_note(res, (1.0 - regularization) * margin * search.n_triplets)
+
+
+def _start_direction(start_direction, M0, d: int) -> Optional[np.ndarray]:
+    """The checked ``start_direction`` of :func:`solve_lmnn` (None when not given)."""
+    if start_direction is None:
+        return None
+    if M0 is not None:
+        raise ValueError("give M0 (the start itself) or start_direction (the direction of the default start), "
+                         "not both")
+    return as_square_symmetric(start_direction, "start_direction", d=d, psd=True)
 
 
 def _with_zero_optimum_note(res: SolverResult, reference: float) -> SolverResult:

@@ -352,3 +352,21 @@ def test_refit_on_tuples_of_another_dimension(small, name):
     assert est.n_features_in_ == 4 and est.components_.shape[1] == 4
     with pytest.raises(ValueError, match="expecting 4 features"):
         est.pair_distance(np.zeros((2, 2, 3)))
+
+
+@pytest.mark.parametrize("params", [{}, {"n_components": 2}, {"init": "pca"}])
+def test_lmnn_fit_on_many_points_takes_the_scalable_engine(monkeypatch, params):
+    """metric-learn's call ``LMNN(n_neighbors=3).fit(X, y)`` on many points (here: more than a
+    lowered COARSE_MIN_POINTS) runs constraint generation around PDHG from the coarse start, whatever
+    ``init`` ("auto" with n_components=2 is LDA's low-rank map), and reports its certified gap."""
+    from cvxmetric.generators import gaussian_classes
+    from cvxmetric.solvers import lmnn as lmnn_solvers
+    monkeypatch.setattr(lmnn_solvers, "COARSE_MIN_POINTS", 100)
+    X, y = gaussian_classes(300, 6, 3, n_informative=2, seed=0)
+    est = LMNN(n_neighbors=3, **params).fit(X, y)
+    res = est.result_
+    assert res.solver == "lmnn-pdhg" and res.info["impostors"] == "search"
+    assert res.info["start"] == "coarse_start"
+    assert est.certificate_.measure == "certified_gap" and est.certificate_.certified
+    assert est.certificate_.value == res.certified_gap <= est.certificate_.tol
+    assert est.certificate_.lower_bound <= est.certificate_.objective

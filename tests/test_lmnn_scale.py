@@ -155,3 +155,30 @@ def test_subgradient_method_takes_the_coarse_start_too(small_coarse):
     X, y = gaussian_classes(80, 3, 3, n_informative=2, seed=3)
     res = solve_lmnn(X, y, 3, method="subgradient", tol=1e-2)
     assert res.info["start"] == "coarse_start" and res.converged
+
+
+def test_a_start_direction_enters_at_the_smallest_level(small_coarse):
+    """coarse_start's direction starts its smallest level (lmnn_start of it); above it every level
+    starts from the one below, as without a direction."""
+    from cvxmetric.lmnn import lmnn_start
+    X, y = gaussian_classes(120, 4, 3, n_informative=2, seed=5)
+    D = np.diag([1.0, 0.0, 0.0, 1.0])    # low rank, as an LDA map's
+    sub = stratified_subsample(y, 2)                 # 60 points
+    base = stratified_subsample(y[sub], 2)           # 30 points: the smallest level
+    Xb, yb = X[sub][base], y[sub][base]
+    np.testing.assert_allclose(coarse_start(Xb, yb, 3, direction=D),
+                               lmnn_start(Xb, ImpostorSearch(Xb, yb, 3).target_pairs, 1.0, direction=D))
+    inner = coarse_start(X[sub], y[sub], 3, direction=D)
+    ref = solve_lmnn(X[sub], y[sub], 3, method="pdhg", M0=inner, tol=lmnn_solvers.COARSE_TOL,
+                     residual_tol=lmnn_solvers.COARSE_TOL)
+    np.testing.assert_allclose(coarse_start(X, y, 3, direction=D), ref.M, rtol=1e-12, atol=1e-12)
+    res = solve_lmnn(X, y, 3, method="pdhg", tol=1e-3, residual_tol=1e-3, start_direction=D)
+    assert res.info["start"] == "coarse_start" and res.converged
+
+
+def test_start_direction_and_m0_exclude_each_other():
+    X, y = gaussian_classes(60, 3, 3, n_informative=2, seed=2)
+    with pytest.raises(ValueError, match="M0 .* or start_direction"):
+        solve_lmnn(X, y, 3, M0=np.eye(3), start_direction=np.eye(3))
+    with pytest.raises(ValueError, match="start_direction"):
+        solve_lmnn(X, y, 3, start_direction=-np.eye(3))

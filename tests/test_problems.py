@@ -207,6 +207,22 @@ def test_fantope_checks_a_critical_point_on_its_bound(data):
     assert bound.converged and bound.objective == pytest.approx(res.objective, rel=1e-3)
 
 
+def test_fantope_verify_checks_the_bound_solve_bound_solved(data):
+    """A solve_bound result is verified on the program it solved, the bound at its fixed W (carried
+    in info["bound_W"]), not on the bound at W(result.M), another program when W is not W(M)."""
+    from cvxmetric.fantope import fantope_projector
+    X, y = data
+    p = problems.Fantope(X, _quadruplets(y, 30, seed=3), rank=2, trace_weight=0.1)
+    at = np.diag([1.0, 2.0, 3.0, 4.0])       # its Fantope point: the first two coordinates
+    res = p.solve_bound("pdhg", at=at)
+    W = res.info["bound_W"]
+    np.testing.assert_allclose(W, fantope_projector(at, 2), atol=1e-12)
+    assert np.abs(W - fantope_projector(res.M, 2)).max() > 0.1      # the two programs differ
+    row = p.verify(res, method="bound-pdhg")
+    assert row["passed"], (row["checks"], row["errors"])
+    assert p.formulation(at=at).value_at(res.M) == pytest.approx(res.objective, rel=1e-6)
+
+
 def test_fantope_solves_its_convex_bound_at_the_instances_fixed_point():
     """A bundled Fantope instance carries a Fantope point W: its truth, formulation and
     solve_bound are those of the convex bound at W (the harness' rows)."""
