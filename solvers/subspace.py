@@ -73,7 +73,9 @@ MAX_ROUNDS = 50
 #: rounds to k = 72, then 336 iterations of the fallback); d = 2000 (1.4 s) plain PDHG 75 s of wall
 #: time against 154 s for the rounds alone (``fallback=False``: 13 rounds to k = 690); at d = 5000
 #: (22 s) plain PDHG did not certify within 1,800 s (its early iterates reach rank 784, each
-#: ``eigh`` ~16 s).
+#: ``eigh`` ~16 s); neither does the subspace there yet: 7 rounds (333 CPU s) took k to 365 and the
+#: objective from 8.1e4 to 35.5 (W of rank 148, smallest Ritz value of S -11.9 against r = 1, an
+#: estimated bound of 2.75), and the full PDHG it hands over to did not certify within 1,900 s.
 SUBSPACE_MIN_EIGH_SECONDS = 5.0
 
 
