@@ -205,3 +205,25 @@ def test_row_norms_through_the_gram_entries_equal_the_difference_vector_definiti
     fresh = QuadrupletGeometry(X + offset, cons)   # the gathered route (no Gram matrix formed)
     assert fresh._gram is None
     np.testing.assert_allclose(fresh.frobenius_norms(), got, rtol=GRAM_NORM_RTOL, atol=0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pair_table_passes_against_their_definitions(seed):
+    """Pair distances through M and through a factor (Gram and gather forms) and the Laplacian form
+    on both paths equal their direct definitions, with points that start no pair (empty runs of the
+    first endpoints)."""
+    g = _geometry(seed=seed)
+    table = g.pair_table()[0]
+    rng = np.random.default_rng(40 + seed)
+    D = table.Xc[table.pa] - table.Xc[table.pb]
+    L = rng.standard_normal((g.d, 4))
+    M = L @ L.T
+    direct = np.einsum("ij,jk,ik->i", D, M, D)
+    for gram in (True, False):
+        assert _rel(direct, table.squared_distances(M, gram)) <= PATH_RTOL
+        assert _rel(direct, table.factor_distances(table.Xc @ L, gram)) <= PATH_RTOL
+    assert np.any(np.bincount(table.pa, minlength=table.n) == 0)
+    w = rng.standard_normal(table.P)
+    direct = (D * w[:, None]).T @ D
+    for dense in (True, False):
+        assert _rel(direct, table.laplacian_form(w, dense=dense)) <= PATH_RTOL
