@@ -18,6 +18,7 @@ __all__ = ["power_of_two",
     "symmetrize",
     "eigh_descending",
     "positive_eigenpairs",
+    "orthonormal_columns",
     "project_psd",
     "rayleigh_ritz_positive",
     "lambda_min_lower_bound",
@@ -149,17 +150,18 @@ def project_psd(M: np.ndarray, *, return_eig: bool = False, partial: bool | None
     return P
 
 
-def _orthonormal_columns(Z: np.ndarray, against: Optional[np.ndarray] = None) -> np.ndarray:
+def orthonormal_columns(Z: np.ndarray, against: Optional[np.ndarray] = None,
+                         drop_rtol: Optional[float] = None) -> np.ndarray:
     """An orthonormal basis of the columns of ``Z`` (orthogonal to the orthonormal ``against``,
     by two passes of block Gram-Schmidt), dropping directions at round-off level
-    (``RITZ_DROP_RTOL`` of the largest column norm)."""
+    (``drop_rtol``, default ``RITZ_DROP_RTOL``, of the largest column norm)."""
     scale = float(np.max(np.linalg.norm(Z, axis=0), initial=0.0))
     if scale == 0.0:
         return Z[:, :0]
     for _ in range(2 if against is not None else 0):
         Z = Z - against @ (against.T @ Z)
     Q, Rz = np.linalg.qr(Z)
-    keep = np.abs(np.diag(Rz)) > RITZ_DROP_RTOL * scale
+    keep = np.abs(np.diag(Rz)) > (RITZ_DROP_RTOL if drop_rtol is None else drop_rtol) * scale
     return Q[:, keep]
 
 
@@ -201,10 +203,10 @@ def rayleigh_ritz_positive(apply, basis: np.ndarray) -> tuple[np.ndarray, np.nda
     between steps, it tracks the dominant subspace (one LOBPCG-like step per call); it is not a
     converged eigensolver, and its caller must not need one.
     """
-    B = _orthonormal_columns(np.asarray(basis, dtype=np.float64))
+    B = orthonormal_columns(np.asarray(basis, dtype=np.float64))
     W = apply(B)
     H11 = B.T @ W
-    Z = _orthonormal_columns(W - B @ H11, against=B)
+    Z = orthonormal_columns(W - B @ H11, against=B)
     AZ = apply(Z) if Z.shape[1] else Z
     k = B.shape[1]
     H = np.empty((k + Z.shape[1],) * 2)

@@ -28,6 +28,7 @@ import numpy as np
 from cvxmetric._checks import as_rng, check_int_in_range, check_positive
 from cvxmetric.certificates import relative_gap
 from cvxmetric.hinge import COST_EIGH
+from cvxmetric.linalg import orthonormal_columns, psd_factor
 from cvxmetric.models import HingeModel
 
 from .pdhg import DEFAULT_TOL, PROOF_BLOCK, estimated_bound, pdhg, smallest_ritz_pairs
@@ -293,10 +294,9 @@ class _Rounds:
         self.W, self.y = res.M, np.clip(res.multipliers, 0.0, self.coef)
         self.inner_iterations.append(res.n_iter)
         self.ks.append(k)
-        lam, Q = np.linalg.eigh(0.5 * (self.W + self.W.T))
-        pos = lam > RANGE_RTOL * max(float(lam[-1]), 0.0)
-        self.ranks.append(int(np.count_nonzero(pos)))
-        F = self.P @ (Q[:, pos] * np.sqrt(lam[pos]))
+        L = psd_factor(self.W, rtol=RANGE_RTOL)
+        self.ranks.append(L.shape[0])
+        F = self.P @ L.T
         f = self.model.value_factor(F)
         self.history.append(f)
         if f < self.best_f:
@@ -366,13 +366,10 @@ class _Rounds:
         wide = theta.size > 0 and bool(np.all(theta < 0))
         if neg.shape[1] == 0:
             return False
-        for _ in range(2):
-            neg = neg - self.P @ (self.P.T @ neg)
-        Q, Rq = np.linalg.qr(neg)
-        keep = np.abs(np.diag(Rq)) > NEW_DIRECTION_RTOL
-        if not np.any(keep):
+        new = orthonormal_columns(neg, against=self.P, drop_rtol=NEW_DIRECTION_RTOL)
+        if new.shape[1] == 0:
             return False
-        self.P = np.hstack([self.P, Q[:, keep]])
+        self.P = np.hstack([self.P, new])
         self.block = max(PRICE_BLOCK, math.ceil(PRICE_GROWTH * self.P.shape[1])) if wide else PRICE_BLOCK
         return True
 
