@@ -51,8 +51,11 @@ CANDIDATE_ROUNDINGS = 8
 #: vectors over the rows. Measured on :func:`~cvxmetric.generators.gaussian_classes`: the live
 #: numpy arrays (tracemalloc's peak over a whole ``solve_lmnn(method="pdhg")`` from its coarse start,
 #: 5,000 points) 434 bytes per triplet of the largest working set at d = 50 (5.7e5 triplets), 420
-#: at d = 100 (1.5e6); the peak resident memory of the process, 100,000 points, d = 50, 554
-#: (3.88 GB, working set 7.0e6 triplets; the allocator's slack included). Rounded up.
+#: at d = 100 (1.5e6). Rounded up. The peak resident memory of a whole process is a coarser upper
+#: figure, the data, the impostor search's blocks, the interpreter and the allocator's slack
+#: included: 4.19 GB at 100,000 points, d = 50 (``benchmarks.lmnn_scale``'s problem, tol 1e-2),
+#: whose final working set holds 5.6e6 triplets, i.e. 741 bytes per triplet if all of it were
+#: counted against them.
 WORKING_SET_BYTES_PER_TRIPLET = 600
 #: Memory a working set may take: 12 GB, half of a 24 GB machine (the rest for the data, the
 #: impostor search's blocks, the certificate's d-dependent work and what runs beside).
