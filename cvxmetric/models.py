@@ -436,7 +436,10 @@ class HingeModel:
         (:math:`B_F` the equations' coefficients of the free multipliers, :math:`\mu` =
         ``POLISH_RIDGE`` times the mean diagonal), is taken; multipliers that leave :math:`[0, c]`
         are clamped to the box and leave F, and the step repeats on the rest (at most
-        ``POLISH_ROUNDS`` rounds). Near a solution with strict complementarity (W^T S W positive
+        ``POLISH_ROUNDS`` rounds). A solve that failed is corrected, at most
+        ``POLISH_CORRECTIONS`` times (:func:`~cvxmetric.hinge_certificates.polish_corrected`):
+        equations left unsolved grow F by ``POLISH_GROWTH``, and negative curvature of the solved
+        dual matrix off V moves those directions into V. Near a solution with strict complementarity (W^T S W positive
         definite) the result is exactly dual feasible, and its bound :math:`\delta^\top y` is
         within the primal error of p*: measured on syn-d50-m10000 (PDHG at a relative error of
         the objective of 2.4e-4), 5e-5 below p*, where the targeted repair of the same multiplier

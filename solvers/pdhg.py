@@ -162,7 +162,7 @@ from cvxmetric._checks import as_rng, as_square_symmetric, check_bool, check_int
 from cvxmetric.certificates import relative_gap
 from cvxmetric.hinge import (COST_EIGH, COST_GEMM, COST_SPARSE, GATHER_CHUNK, LOWRANK_MIN_EIGH_SHARE, normal_costs,
                              projection_costs)
-from cvxmetric.hinge_certificates import COST_CHOLESKY, COST_EIGVALSH, POLISH_FREE_FACTOR, REPAIR_STEPS
+from cvxmetric.hinge_certificates import COST_CHOLESKY, COST_EIGVALSH, POLISH_FREE_FACTOR, REPAIR_STEPS, polish_corrected
 from cvxmetric.linalg import project_psd, rayleigh_ritz_positive, symmetrize
 from cvxmetric.models import HingeCongruence, HingeModel
 
@@ -241,19 +241,18 @@ REPAIR_BUDGET = 0.25
 #: (0.3 s) instead of five repairs (0.9 s); the polished bound was within 5e-5 of p* from iteration
 #: 144 on, where the repaired one read 1e-2 (the stop then waits for the objective).
 POLISH_CERTIFICATE = True
-#: A polish that failed (more constraints near their margin than its free set held: measured at
-#: d = 50 with 10^6 constraints, ~5,000 within 1 % of the median distance against 2,130 free) is
-#: retried, at the next due check, with this many times the free multipliers; the cost model then
-#: prices the larger polish against the budget. Measured at 10^6 (one run each): growing after
-#: every failure (2 -> 16) certified at 160 iterations (17.2 s); growing only at a settled rank
-#: (below; 2 -> 8) and not growing at all both at 192 (19-20 s), where the iterate itself was
-#: close enough for the smaller free set. Kept for the settled case, which early failures miss.
-POLISH_GROWTH = 2.0
-#: ... when the polish also failed at the previous due check at a rank within this fraction (or 1):
-#: a failure while the rank still moves is the iterate's, not the free set's. Measured ranks of
-#: the candidates at 10^6: 30-33 once the iterate settles; at small sizes early failures come at
-#: ranks 2, 4, 9.
-POLISH_RANK_STABLE = 0.1
+#: A polish that failed is corrected (:func:`cvxmetric.hinge_certificates.polish_corrected`: a larger
+#: free set, a wider range; each one more solve) only where the value of its first solve,
+#: :math:`\delta^\top y`, is within this many ``tol`` of the best objective: its corrections move only
+#: the free multipliers, and a bound above that value is impossible. Measured with ``python -m
+#: benchmarks.scale --sizes d50-m1e6`` (the candidates of two runs, relative objective errors 1e-5 and
+#: 1e-5): values 1.5e-3 and 1.7e-3 below it became certificates of 1.7e-4 and 2.7e-4 after the
+#: corrections (in 0.6-0.8 s); one 4.0e-3 below stayed 1.4e-3 below after three solves (1.5 s, no
+#: certificate).
+POLISH_CORRECT_GAP = 2.0
+#: The free multipliers per equation of the next polish: those of the last polish's final solve
+#: (:func:`cvxmetric.hinge_certificates.polish_corrected` grows the free set where the equations ran
+#: out of free multipliers; a check starts where the last one ended instead of failing again).
 #: Once the residual test holds (the stop then waits for the certificate) the polish runs where its
 #: modelled cost is at most this multiple of the modelled cost of the iterations so far: what a
 #: polish that certifies saves is the certificate's lag, measured at half the run (syn-d50-m10000:
@@ -768,8 +767,8 @@ class PDHGState:
         Best objective and its point, best bound and its multipliers, last candidate score.
     err_at_repair, n_repairs, n_polishes, polish_free_factor, repair_cost, repair_time
         Relative restart error of the point the certificate was last improved at; targeted repairs
-        and complementarity polishes so far, the polish's free multipliers per equation (grown by
-        ``POLISH_GROWTH`` after a failure), their modelled cost (seconds of the cost model, which
+        and complementarity polishes so far, the polish's free multipliers per equation (those of the
+        last polish's final solve), their modelled cost (seconds of the cost model, which
         schedules them) and their measured seconds (reported only).
     start_time : float
         Seconds of the cold start that made this state (0 for one made directly; reported only).
@@ -846,8 +845,8 @@ class PDHGState:
         self.err_at_repair = math.inf
         self.n_repairs = self.n_polishes = 0
         self.repair_cost = self._repair_estimate = self.repair_time = 0.0
-        self._plan, self._repair_allowed = None, True
-        self.polish_free_factor, self._polish_rank = POLISH_FREE_FACTOR, None
+        self._plan, self._repair_allowed, self._correction_allowance = None, True, 0.0
+        self.polish_free_factor = POLISH_FREE_FACTOR
         self.last = None
         self.history: list[float] = []
         self.trace: list[tuple] = []
@@ -890,7 +889,6 @@ class PDHGState:
             new.KM_sum, new.KTy_sum = new.op.apply(new.M_sum), new.op.adjoint(new.y_sum)
         new.err_at_repair, new.n_repairs, new.repair_cost = self.err_at_repair, self.n_repairs, self.repair_cost
         new.n_polishes, new.polish_free_factor = self.n_polishes, self.polish_free_factor
-        new._polish_rank = self._polish_rank
         new.repair_time, new.start_time = self.repair_time, self.start_time
         new.proofs, new.proof_cost, new.target_tol = self.proofs, self.proof_cost, self.target_tol
         new._neg_basis, new._n_neg = self._neg_basis, self._n_neg
@@ -1237,6 +1235,8 @@ class PDHGState:
             if POLISH_CERTIFICATE else None
         polish = None if self._plan is None else self._plan.cost + geom.product_cost("Kt")
         budget = REPAIR_BUDGET * run
+        # the polish's corrections (a larger free set, a wider range) are priced like the polish
+        self._correction_allowance = max((worth if kkt else budget) - self.repair_cost - (polish or 0.0), 0.0)
         self._repair_allowed = kkt or self.repair_cost + (polish or 0.0) + self._repair_estimate <= budget
         return kkt or self.repair_cost + (self._repair_estimate if polish is None else polish) <= budget
 
@@ -1281,23 +1281,24 @@ class PDHGState:
         ``(bound or None, multiplier, ok)``; ``(None, None, False)`` where no polish was planned.
         ``ok``: the polished dual matrix was PSD up to ``tol``, i.e. the bound (trace or theta
         rule) is within ``tol`` of the polished multiplier's own value :math:`\delta^\top y`.
-        A failure at about the rank of the last polish (``POLISH_RANK_STABLE``) means more
-        constraints sit near their margin than the free set held: the next polish takes
-        ``POLISH_GROWTH`` times as many (a failure while the rank still moves is the iterate's)."""
+        The polish corrects itself where it failed
+        (:func:`cvxmetric.hinge_certificates.polish_corrected`: a larger free set, or the range
+        with the dual matrix's negative directions); the next polish starts with the free
+        multipliers per equation of its last solve."""
         plan = self._plan
         if plan is None:
             return None, None, False
-        self.repair_cost += plan.cost + self.model.geometry.product_cost("Kt")
-        yp = self.model.complementary_multipliers(sc.M, y, Ky=KTy, margins=sc.t, plan=plan)
+        # corrected only where the first solve's value could certify within POLISH_CORRECT_GAP tol
+        floor = self.best_f - POLISH_CORRECT_GAP * tol * abs(self.best_f)
+        out = polish_corrected(self.model, sc.M, y, plan, Ky=KTy, margins=sc.t, max_cost=self._correction_allowance,
+                               correct_above=floor)
+        self.repair_cost += plan.cost + out.extra_cost + self.model.geometry.product_cost("Kt")
         self.n_polishes += 1
-        b, yb = self.model.certify(yp, upper=self.best_f, repair_steps=0)
-        dy = float(self.delta @ yp)   # its value were S exactly PSD
-        ok = b is not None and relative_gap(dy, b) <= tol
-        if not ok and self._polish_rank is not None and \
-                abs(plan.r - self._polish_rank) <= max(1.0, POLISH_RANK_STABLE * self._polish_rank):
-            self.polish_free_factor *= POLISH_GROWTH
-        self._polish_rank = None if ok else plan.r
-        return b, yb, ok
+        if out.complementary:   # the free set that solved the equations
+            self.polish_free_factor = max(self.polish_free_factor, out.plan.n_free / out.plan.n_eq)
+        b, yb = self.model.certify(out.y, upper=self.best_f, repair_steps=0)
+        dy = float(self.delta @ out.y)   # its value were S exactly PSD
+        return b, yb, b is not None and relative_gap(dy, b) <= tol
 
     def check(self, tol: float, callback=None) -> tuple:
         """Score the current iterate and the average, keep the best point and bound; returns the
