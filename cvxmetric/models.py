@@ -159,6 +159,17 @@ class HingeModel:
         rows = np.arange(self.m)[np.asarray(index)]
         return self._with_rows(self.geometry.subset(rows), self.coef[rows])
 
+    def permuted(self, order) -> "HingeModel":
+        """The same model with its constraints in another order: row i is row ``order[i]`` (a
+        permutation of ``range(m)``; :meth:`cvxmetric.hinge.QuadrupletGeometry.permuted`, which keeps
+        the pair table). Its objective, bound and data span are this model's; multipliers ``y``
+        of this model are ``y[order]`` of the permuted one."""
+        geometry = self.geometry.permuted(order)
+        out = self._with_rows(geometry, self.coef[np.asarray(order)])
+        if "span" in self._cache:   # a function of the rows as a set
+            out._cache["span"] = self._cache["span"]
+        return out
+
     def restricted(self, P) -> "HingeModel":
         r"""The same model on the subspace spanned by the orthonormal columns of ``P``: :math:`M = P W P^\top`.
 

@@ -216,6 +216,16 @@ POWER_ITERATIONS_CONSTANT_STEP = 50
 #: end), 16.0 / 15.9 s (the checks after update steps recompute two full products). At d = 500 and
 #: 1000 (~80 % change) none. False: always the full product (ablations).
 INCREMENTAL_ADJOINT = True
+#: On the points path with at least this many constraints, a cold start iterates on the model with
+#: its rows sorted by the pair of their u half (:meth:`cvxmetric.hinge.QuadrupletGeometry.pair_order`,
+#: :meth:`cvxmetric.models.HingeModel.permuted`: the same pair table, the multipliers mapped back at
+#: the result): every step reads the pair values of the u halves (K) and accumulates their weights
+#: (K*) as streams instead of random accesses. Below, the per-pair arrays (8 bytes a pair) fit in a
+#: 2 MB L2 cache and the order hardly matters: measured (one BLAS thread, a gather and a scatter-add of m
+#: rows over 1.26-1.8 m pairs, random / sorted) 0.14 / 0.08 and 0.24 / 0.20 ms at m = 10^5, 7.0 / 0.9
+#: and 8.1 / 2.0 ms at 10^6. False: the caller's order (ablations).
+ROW_ORDER = True
+ROW_ORDER_MIN_ROWS = 2 ** 18
 #: The targeted repair of the certificate (a few dozen passes over the constraints, see
 #: :meth:`cvxmetric.models.HingeModel.dual_bound`) runs at a check only when the candidate's relative
 #: restart error fell by this factor since the last repair (or the residual test holds): a point
@@ -749,6 +759,9 @@ class PDHGState:
     congruence : HingeCongruence, optional
         When ``model`` is its twin: the callback and the result read the original's points
         (:meth:`~cvxmetric.models.HingeCongruence.point`) and objective.
+    row_order : (HingeModel, ndarray), optional
+        ``(unpermuted, order)`` when ``model`` is ``unpermuted.permuted(order)`` (``ROW_ORDER``):
+        the result's multipliers are those of ``unpermuted``'s rows, its objective ``unpermuted``'s.
 
     Attributes
     ----------
@@ -780,9 +793,14 @@ class PDHGState:
                  adaptive_step: bool = True, operator: Optional["_ScaledOperator"] = None,
                  t_start: Optional[float] = None, err_last: Optional[float] = None,
                  congruence: Optional[HingeCongruence] = None, projection: str = "auto", seed=0,
-                 checks: str = "auto"):
-        if congruence is not None and congruence.model is not model:
+                 checks: str = "auto", row_order: Optional[tuple] = None):
+        if row_order is not None and (len(row_order) != 2 or not isinstance(row_order[0], HingeModel)
+                                      or np.shape(row_order[1]) != (model.m,) or row_order[0].m != model.m):
+            raise ValueError("row_order must be (unpermuted model, order) with model = unpermuted.permuted(order)")
+        if congruence is not None and congruence.model is not (model if row_order is None else row_order[0]):
             raise ValueError("congruence must be the HingeCongruence whose twin is model")
+        # the model before its rows were sorted (ROW_ORDER) and the order: the result maps back
+        self.row_order = row_order
         if not isinstance(projection, str) or projection not in PROJECTIONS:
             raise ValueError(f"projection must be one of {PROJECTIONS}; got {projection!r}")
         if not isinstance(checks, str) or checks not in CHECKS:
@@ -1408,6 +1426,9 @@ class PDHGState:
         else:   # no dual bound for this model: the relative KKT residual of the point it was measured at
             M_out, y_out = last.M.copy(), last.y / s
             measure, measure_value = "kkt_residual", kkt_value
+        if self.row_order is not None:   # the rows in their given order (same point, same bound)
+            model, order = self.row_order
+            y_out = _unpermuted(y_out, order)
         if self.congruence is not None:   # the original's point and objective (same bound, same rows)
             M_out = self.congruence.point(M_out)
             model = self.congruence.original
@@ -1582,7 +1603,7 @@ def pdhg(model: HingeModel, *, M0=None, y0=None, max_iter: int = 100_000, tol: f
         return _run(state, max_iter, residual_tol, tol, time_limit, check_every, restarts, None, solver_name,
                     callback, warn, time.perf_counter())
     state, norm_K = _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
-                                equilibration(model) if equilibrate else None, projection, checks)
+                                equilibration(model) if equilibrate else None, projection, checks, sort_rows=True)
     return _run(state, max_iter, residual_tol, tol, time_limit, check_every, restarts, norm_K, solver_name,
                 callback, warn, state.t_start, check_start=y0 is not None)
 
@@ -1606,14 +1627,21 @@ def start_state(model: HingeModel, *, M0=None, y0=None, step_size=None, primal_w
 
 def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
                 congruence: Optional[HingeCongruence] = None, projection: str = "auto",
-                checks: str = "auto") -> tuple[PDHGState, Optional[float]]:
+                checks: str = "auto", sort_rows: bool = False) -> tuple[PDHGState, Optional[float]]:
     """The cold start (validated start point, step size from a power iteration unless given, PDLP's
     primal weight unless given) and the operator norm estimate (None when not computed); on the
-    twin of ``congruence`` where given (the start point mapped to it)."""
+    twin of ``congruence`` where given (the start point mapped to it), and with ``sort_rows`` on its
+    rows sorted by pair where ``ROW_ORDER`` applies (a state that :func:`pdhg` alone advances: a
+    caller's state stays on the caller's model)."""
     t_start = time.perf_counter()
     M, y = _start(model, M0, y0)
     if congruence is not None:
         model, M = congruence.model, congruence.twin_point(M)
+    row_order = None
+    if sort_rows and ROW_ORDER and model.m >= ROW_ORDER_MIN_ROWS and model.geometry.operator_path("K")[0] == "points":
+        order = model.geometry.pair_order()
+        row_order = (model, order)
+        model, y = model.permuted(order), y[order]
     estimate = step_size is None or not adaptive_step
     n_iter = POWER_ITERATIONS if adaptive_step else POWER_ITERATIONS_CONSTANT_STEP
     if estimate and _norm_by_gram(model.geometry, n_iter):
@@ -1633,7 +1661,8 @@ def _cold_state(model, M0, y0, step_size, primal_weight, adaptive_step, seed,
     else:
         omega = float(primal_weight)
     state = PDHGState(model, M, y, eta=eta, omega=omega, adaptive_step=adaptive_step, operator=op,
-                      t_start=t_start, congruence=congruence, projection=projection, seed=seed, checks=checks)
+                      t_start=t_start, congruence=congruence, projection=projection, seed=seed, checks=checks,
+                      row_order=row_order)
     state.start_time = time.perf_counter() - t_start
     return state, norm_K
 
@@ -1671,6 +1700,13 @@ def _run(state: PDHGState, max_iter, residual_tol, tol, time_limit, check_every,
             state.restart(cand, is_avg)
     return state.result(stop_reason=stop_reason, stopped_by=stopped_by, tol=tol,
                         robust=robust, norm_K=norm_K, solver_name=solver_name, warn=warn)
+
+
+def _unpermuted(y: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Multipliers of the permuted rows (row i is row ``order[i]``) in the rows' given order."""
+    out = np.empty_like(y)
+    out[order] = y
+    return out
 
 
 def _start(model: HingeModel, M0, y0) -> tuple[np.ndarray, np.ndarray]:

@@ -572,3 +572,34 @@ def test_best_on_ray_leaves_the_iterates_and_only_lowers_the_best_objective(monk
         assert row_on[9] <= scored and row_off[9] == scored
     assert on.objective == pytest.approx(model.value(on.M), rel=1e-12)
     assert on.objective <= off.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("mixed_units", [False, True])
+def test_rows_sorted_by_pair_give_the_same_run_in_the_given_order(monkeypatch, mixed_units):
+    """ROW_ORDER (applied here below its size threshold): the run on the rows sorted by pair
+    matches the run in the given order to round-off, and its multipliers are those of the given
+    rows (the model's own certificate of them is the reported bound); also on the congruence twin
+    (features in mixed units: the rows of the equilibrated twin are sorted)."""
+    import solvers.pdhg as pdhg_module
+    from cvxmetric.instances.qwise import synthetic_qwise
+    from cvxmetric.models import qwise_model
+
+    inst = synthetic_qwise(20, 3, 300, 20_000, seed=3)
+    X = inst.X * np.repeat([1.0, 2.0 ** 12], 10) if mixed_units else inst.X
+    model = qwise_model(X, inst.constraints, **inst.params)
+    assert model.geometry.operator_path("K")[0] == "points"
+    assert (pdhg_module.equilibration(model) is not None) == mixed_units
+    runs = {}
+    for sort in (False, True):
+        monkeypatch.setattr(pdhg_module, "ROW_ORDER", sort)
+        monkeypatch.setattr(pdhg_module, "ROW_ORDER_MIN_ROWS", 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runs[sort] = pdhg(model, max_iter=48, tol=1e-6)
+    plain, sorted_ = runs[False], runs[True]
+    assert plain.n_iter == sorted_.n_iter == 48
+    assert abs(sorted_.objective - plain.objective) <= 1e-9 * abs(plain.objective)
+    np.testing.assert_allclose(sorted_.multipliers, plain.multipliers, rtol=0, atol=1e-9 * model.coef.max())
+    assert sorted_.lower_bound == pytest.approx(plain.lower_bound, rel=1e-9)
+    bounds = [model.certify(r.multipliers, upper=r.objective, repair_steps=0)[0] for r in (plain, sorted_)]
+    assert bounds[1] == pytest.approx(bounds[0], rel=1e-9)
