@@ -603,3 +603,30 @@ def test_rows_sorted_by_pair_give_the_same_run_in_the_given_order(monkeypatch, m
     assert sorted_.lower_bound == pytest.approx(plain.lower_bound, rel=1e-9)
     bounds = [model.certify(r.multipliers, upper=r.objective, repair_steps=0)[0] for r in (plain, sorted_)]
     assert bounds[1] == pytest.approx(bounds[0], rel=1e-9)
+
+
+def test_first_step_norm_from_a_sample_of_the_rows(monkeypatch):
+    """Where the rows outnumber NORM_SAMPLE_SHARE samples of NORM_SAMPLE_PER_ENTRY rows per entry
+    (lowered here), the adaptive rule's first ||K'|| is the sample's estimate scaled by
+    sqrt(m / sample): close to the estimate on all rows, seeded, and never for a constant step."""
+    import solvers.pdhg as pdhg_module
+    from cvxmetric.instances.qwise import synthetic_qwise
+    from cvxmetric.models import qwise_model
+
+    inst = synthetic_qwise(10, 3, 300, 20_000, seed=3)
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    op = pdhg_module._ScaledOperator(model)
+    full = pdhg_module._operator_norm(op, model, 15, 0)
+    monkeypatch.setattr(pdhg_module, "NORM_SAMPLE_PER_ENTRY", 40)   # 2,200 of 20,000 rows
+    sampled = pdhg_module._operator_norm(op, model, 15, 0, sample=True)
+    assert sampled != full and abs(sampled - full) <= 0.1 * full
+    assert pdhg_module._operator_norm(op, model, 15, 0, sample=True) == sampled
+    assert pdhg_module._operator_norm(op, model, 15, 0, sample=False) == full
+    monkeypatch.setattr(pdhg_module, "NORM_SAMPLE_PER_ENTRY", 400)  # more than a quarter of the rows
+    assert pdhg_module._operator_norm(op, model, 15, 0, sample=True) == full
+    monkeypatch.setattr(pdhg_module, "NORM_SAMPLE_PER_ENTRY", 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        constant = pdhg(model, adaptive_step=False, max_iter=1)
+    assert constant.info["operator_norm"] == pytest.approx(
+        pdhg_module._operator_norm(op, model, pdhg_module.POWER_ITERATIONS_CONSTANT_STEP, 0), rel=1e-12)
