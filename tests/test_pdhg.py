@@ -543,8 +543,13 @@ def test_first_crossing_is_the_sorted_cumulative_crossing(seed):
     for need in (0.0, 1e-3, 0.37 * cum[-1], 0.9 * cum[-1], cum[-1] * (1 - 1e-9)):
         expected = keys[order[np.flatnonzero(cum >= need)[0]]]
         assert first_crossing(keys, weights, need) == expected
+        # a hint of where the crossing is changes the work, not the answer: at, near, far from it
+        for near in (expected, expected * (1 + 2.0 ** -10), 1.0, 70.0, 1e6):
+            assert first_crossing(keys, weights, need, near=near) == expected
     assert first_crossing(keys, weights, 1.01 * cum[-1]) is None
+    assert first_crossing(keys, weights, 1.01 * cum[-1], near=1.0) is None
     assert first_crossing(np.full(n, 2.5), weights, 0.5 * cum[-1]) == 2.5
+    assert first_crossing(np.full(n, 2.5), weights, 0.5 * cum[-1], near=2.5) == 2.5
 
 
 def test_ray_minimum_rejects_q_and_bad_values():
