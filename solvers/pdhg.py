@@ -55,6 +55,11 @@ steps lengthened the run by a fifth to a quarter) (``projection="auto"``), or fo
 start's power iteration runs on :math:`K K^*` through the Gram matrix of the points where that is
 cheaper (:meth:`cvxmetric.hinge.QuadrupletGeometry.normal_operator`).
 
+**Row order.** On the points path with many constraints (``ROW_ORDER``) a cold start iterates on
+the model with its rows sorted by the pair of their u half
+(:meth:`cvxmetric.models.HingeModel.permuted`): K reads the u halves' pair values and K*
+accumulates their weights as streams; the result's multipliers are in the given order.
+
 **Matrix-free checks.** Where q = 0 and R = rI (the trace regularizer), and the cost model
 (:func:`check_costs`) prices them below the dense checks (``checks="auto"``; from d ~ 700 with 2,000
 points), a check never decomposes the d x d dual matrix :math:`S = rI + K'^* y'`. Both points are
@@ -87,7 +92,8 @@ ingredients of PDLP (Applegate et al., 2021) and its KKT-restart variant (cuPDLP
   :math:`\eta \le \|\Delta z\|_\omega^2 / (2 |\langle K \Delta M, \Delta y\rangle|)`, with
   :math:`\|\Delta z\|_\omega^2 = \omega\|\Delta M\|_F^2 + \|\Delta y\|^2/\omega`, and the next
   :math:`\eta` is :math:`\min((1 - (k+1)^{-0.3})\,\eta_{\max}, (1 + (k+1)^{-0.6})\,\eta)`; the first
-  :math:`\eta` is :math:`0.99/\|K\|_2`, estimated by ``POWER_ITERATIONS`` power iterations;
+  :math:`\eta` is :math:`0.99/\|K\|_2`, estimated by ``POWER_ITERATIONS`` power iterations (on a
+  seeded sample of the rows where they are many, ``NORM_SAMPLE_*``);
 * **adaptive restarts to the average** — every ``check_every`` iterations the current iterate and
   the step-weighted average since the last restart are scored by a KKT error (below); the better
   one is the restart candidate, adopted when its error fell below 0.2x the error at the last
@@ -122,7 +128,10 @@ weights by a constant, or the data by a scalar where the model is invariant, cha
   (:meth:`~cvxmetric.models.HingeModel.complementary_multipliers`, q = 0: the least change of the
   multipliers nearest their margin that solves :math:`S V = 0` on the range V of M, in the box),
   which near a solution makes S exactly PSD, so the bound is :math:`\delta^\top y` within the
-  primal error of p*; the targeted repair runs where that does not apply, failed or gained nothing.
+  primal error of p*; a polish that failed is corrected where its value could certify
+  (``POLISH_CORRECT_GAP``: a larger free set where the equations ran out of free multipliers,
+  the range widened where S is indefinite off it); the targeted repair runs where that does not
+  apply, failed or gained nothing.
 
 **Stopping rule and verdict.** ``tol`` is what ``converged`` is held to; ``residual_tol`` (default
 ``RESIDUAL_TOL_FRACTION * tol``) is the tolerance of the residual test. The iteration stops when the
