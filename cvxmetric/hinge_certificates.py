@@ -711,13 +711,15 @@ def complementary_multipliers(model, M, y, *, Ky: Optional[np.ndarray] = None,
 class PolishOutcome:
     """The result of :func:`polish_corrected`: the multipliers (in the box), the plan of the last
     solve (its range dimension ``r`` and free multipliers), the solves made and the modelled cost of
-    those beyond the first, and whether the last one solved its equations with the dual matrix PSD
-    off the range (up to round-off: then ``certify`` reads a bound near ``delta^T y``)."""
+    those beyond the first, whether the last one solved its equations, and whether it did so with
+    the dual matrix PSD off the range (up to round-off: then ``certify`` reads a bound near
+    ``delta^T y``)."""
 
     y: np.ndarray
     plan: PolishPlan
     solves: int
     extra_cost: float
+    solved: bool
     complementary: bool
 
 
@@ -780,7 +782,7 @@ def polish_corrected(model, M, y, plan: PolishPlan, *, Ky: Optional[np.ndarray] 
         done = solved and negative is None
         if done or solves > corrections or (correct_above is not None and solves == 1
                                             and not float(model.constraints.delta @ y_out) > correct_above):
-            return PolishOutcome(y_out, plan, solves, extra, done)
+            return PolishOutcome(y_out, plan, solves, extra, solved, done)
         if solved:
             Q, r = plan.Q, plan.r
             k = negative.shape[1]
@@ -789,7 +791,7 @@ def polish_corrected(model, M, y, plan: PolishPlan, *, Ky: Optional[np.ndarray] 
         else:
             nxt = _plan_of(model, plan.Q, plan.r, POLISH_GROWTH * plan.n_free / plan.n_eq)
         if nxt is None or (max_cost is not None and extra + nxt.cost > max_cost):
-            return PolishOutcome(y_out, plan, solves, extra, False)
+            return PolishOutcome(y_out, plan, solves, extra, solved, False)
         plan = nxt
         extra += plan.cost
 

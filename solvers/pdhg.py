@@ -282,8 +282,10 @@ POLISH_CERTIFICATE = True
 #: certificate).
 POLISH_CORRECT_GAP = 2.0
 #: The free multipliers per equation of the next polish: those of the last polish's final solve
+#: where it made the dual matrix PSD or ran out of free multipliers again
 #: (:func:`cvxmetric.hinge_certificates.polish_corrected` grows the free set where the equations ran
-#: out of free multipliers; a check starts where the last one ended instead of failing again).
+#: out of them; a check starts where the last one ended instead of climbing the same steps), or
+#: ``POLISH_FREE_FACTOR`` again where that no longer fits.
 #: Once the residual test holds (the stop then waits for the certificate) the polish runs where its
 #: modelled cost is at most this multiple of the modelled cost of the iterations so far: what a
 #: polish that certifies saves is the certificate's lag, measured at half the run (syn-d50-m10000:
@@ -1278,8 +1280,13 @@ class PDHGState:
         run = self.n_iter * (geom.product_cost("K") + geom.product_cost("Kt"))
         # at the residual test the polish is priced against the iterations it would save
         worth = POLISH_WORTH * run if kkt else None
-        self._plan = self.model.polish_plan(cand.M, self.polish_free_factor, max_cost=worth) \
-            if POLISH_CERTIFICATE else None
+        self._plan = None
+        if POLISH_CERTIFICATE:
+            self._plan = self.model.polish_plan(cand.M, self.polish_free_factor, max_cost=worth)
+            if self._plan is None and self.polish_free_factor > POLISH_FREE_FACTOR:
+                # the grown free set no longer fits (memory, cost, constraints): start over
+                self.polish_free_factor = POLISH_FREE_FACTOR
+                self._plan = self.model.polish_plan(cand.M, self.polish_free_factor, max_cost=worth)
         polish = None if self._plan is None else self._plan.cost + geom.product_cost("Kt")
         budget = REPAIR_BUDGET * run
         # the polish's corrections (a larger free set, a wider range) are priced like the polish
@@ -1341,7 +1348,7 @@ class PDHGState:
                                correct_above=floor)
         self.repair_cost += plan.cost + out.extra_cost + self.model.geometry.product_cost("Kt")
         self.n_polishes += 1
-        if out.complementary:   # the free set that solved the equations
+        if out.complementary or not out.solved:   # the free set that solved them, or the largest tried
             self.polish_free_factor = max(self.polish_free_factor, out.plan.n_free / out.plan.n_eq)
         b, yb = self.model.certify(out.y, upper=self.best_f, repair_steps=0)
         dy = float(self.delta @ out.y)   # its value were S exactly PSD

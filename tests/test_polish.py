@@ -296,8 +296,8 @@ def test_corrected_polish_grows_a_free_set_that_ran_out(near_solution):
     small = _plan_of(model, plan.Q, plan.r, 1.0)
     plain = polish_corrected(model, M, y, small, corrections=0)
     fixed = polish_corrected(model, M, y, small)
-    assert not plain.complementary and plain.solves == 1
-    assert fixed.complementary and fixed.solves > 1 and fixed.plan.n_free > small.n_free
+    assert not plain.solved and not plain.complementary and plain.solves == 1
+    assert fixed.solved and fixed.complementary and fixed.solves > 1 and fixed.plan.n_free > small.n_free
     assert fixed.extra_cost > 0 and np.all(fixed.y >= 0) and np.all(fixed.y <= model.coef)
     bound = model.dual_bound(fixed.y, upper=upper, repair_steps=0)
     assert bound <= p_up and relative_gap(p_low, bound) <= 1e-4
@@ -319,7 +319,7 @@ def test_corrected_polish_widens_a_range_that_misses_a_direction(near_solution):
     plan = model.polish_plan(M_cut, 4.0)
     plain = polish_corrected(model, M_cut, y, plan, corrections=0)
     fixed = polish_corrected(model, M_cut, y, plan)
-    assert not plain.complementary
+    assert plain.solved and not plain.complementary
     assert fixed.complementary and fixed.plan.r > plan.r
     assert model.dual_bound(fixed.y, upper=upper, repair_steps=0) > model.dual_bound(plain.y, upper=upper, repair_steps=0)
     assert model.dual_bound(fixed.y, upper=upper, repair_steps=0) <= p_up
@@ -336,3 +336,19 @@ def test_corrected_polish_respects_its_gate(near_solution):
     assert polish_corrected(model, M, y, small, correct_above=np.inf).solves == 1
     assert polish_corrected(model, M, y, small, max_cost=0.0).solves == 1
     assert polish_corrected(model, M, y, small, correct_above=-np.inf).solves > 1
+
+
+def test_pdhg_starts_the_polish_over_where_a_grown_free_set_no_longer_fits():
+    """A free factor carried from earlier polishes whose plan no longer fits (here: more free
+    multipliers than constraints) is reset to POLISH_FREE_FACTOR, and the polish is planned."""
+    from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR
+
+    model = _model()
+    state = start_state(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pdhg(model, state=state, max_iter=112, warn=False)
+    state.polish_free_factor = float(model.m)
+    state.err_at_repair = np.inf
+    assert state.repair_due(state.last, 1e-3)
+    assert state._plan is not None and state.polish_free_factor == POLISH_FREE_FACTOR
