@@ -607,6 +607,36 @@ class QuadrupletGeometry:
             out._norms = self._norms[np.asarray(rows)]
         return out
 
+    def permuted(self, order) -> "QuadrupletGeometry":
+        """The geometry of the same constraints in another order: row i is row ``order[i]`` of this
+        one (``order`` a permutation of ``range(m)``). The pair table, when built, is this one's
+        (the same halves have the same pairs; only the pair of each row moves), as are the points'
+        Gram matrix and the Frobenius norms: the two geometries then share the table's kept work
+        arrays, so only one of them is used at a time."""
+        order = np.asarray(order)
+        if order.shape != (self.m,) or not np.issubdtype(order.dtype, np.integer):
+            raise ValueError(f"order must be a permutation of range({self.m}) (integers, shape ({self.m},)); "
+                             f"got shape {order.shape}, dtype {order.dtype}")
+        seen = np.zeros(self.m, dtype=bool)
+        if self.m and (order.min() < 0 or order.max() >= self.m):
+            raise ValueError(f"order must be a permutation of range({self.m}); it has entries outside it")
+        seen[order] = True
+        if not np.all(seen):
+            raise ValueError(f"order must be a permutation of range({self.m}); it repeats rows")
+        out = self.subset(order)
+        if self._pairs is not None:
+            table, pu, pv = self._pairs
+            out._pairs = (table, pu[order], pv[order])
+        out._gram = self._gram
+        return out
+
+    def pair_order(self) -> np.ndarray:
+        """The permutation of the constraints that sorts them by the pair of their u half (stable;
+        degenerate halves last): in that order :meth:`values` reads the pair values of the u halves
+        and :meth:`weighted_sum` accumulates their weights as streams instead of random accesses
+        (builds the pair table)."""
+        return np.argsort(self.pair_table()[1], kind="stable")
+
     def extended(self, constraints: ConstraintSet) -> "QuadrupletGeometry":
         """Geometry of ``self.constraints + constraints`` on the same ``X``.
 

@@ -25,7 +25,8 @@ from .hinge import COST_DENSE, COST_GEMM
 from .linalg import lambda_min_lower_bound, positive_eigenpairs, triu_indices
 
 __all__ = ["PD_RTOL", "CROSS_RTOL", "EIG_ROUNDOFF", "THETA_SAFETY", "REPAIR_STEPS", "REPAIR_OVERSHOOT",
-           "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_RIDGE", "POLISH_MEMORY_FLOOR",
+           "POLISH_RANK_RTOL", "POLISH_FREE_FACTOR", "POLISH_ROUNDS", "POLISH_CORRECTIONS", "POLISH_GROWTH",
+           "POLISH_SOLVED_RTOL", "PolishOutcome", "polish_corrected", "POLISH_RIDGE", "POLISH_MEMORY_FLOOR",
            "POLISH_MEMORY_RATIO", "PolishPlan", "restrict", "polish_cost", "polish_bytes", "problem_bytes",
            "polish_memory_cap",
            "compute_basis", "compute_span", "trace_bound", "certify", "polish_plan", "complementary_multipliers"]
@@ -69,6 +70,23 @@ RANK_BOUND_SLACK = 1e-6
 POLISH_FREE_FACTOR = 2.0
 #: At most this many clamp rounds (each one Cholesky of the equations' Gram matrix); measured 4-6.
 POLISH_ROUNDS = 8
+#: Corrections of a polish that failed, each one more solve (:func:`polish_corrected`): where the
+#: equations were left unsolved (the free set ran out of multipliers inside the box: more
+#: constraints sit near their margin than it held, which grows with m) the free set grows by
+#: ``POLISH_GROWTH``; where they were solved but the dual matrix is indefinite off the range V (the
+#: point's range misses a direction of the solution's: its eigenvalue there is still below
+#: ``POLISH_RANK_RTOL``) V takes the negative directions in. Measured with ``python -m
+#: benchmarks.scale --sizes d50-m1e6`` (PDHG candidates at a relative objective error of 1e-5, rank
+#: 31 of the solution's 32): twice the free multipliers solved the equations and left one negative
+#: direction off V (-5 r); V with it certified 1.7e-4 where the plain polish read 0.94.
+POLISH_CORRECTIONS = 2
+#: ... the growth of the free set per correction.
+POLISH_GROWTH = 2.0
+#: The equations count as solved when the norm of their residual after the box clamps is at most
+#: this times the Frobenius norm of the polished dual matrix on the span: a solve that ran through
+#: leaves the ridge's round-off (measured 1e-14 of it at d = 50 with 10^6 constraints), one that ran
+#: out of free multipliers leaves percents (measured 3e-2).
+POLISH_SOLVED_RTOL = 1e-8
 #: Rows per block when the polish forms its equations (a (block, d, r) product stays in cache).
 POLISH_ROW_BLOCK = 128
 #: Ridge of that Gram matrix, relative to its mean diagonal entry: the equations may be redundant
@@ -682,25 +700,146 @@ def complementary_multipliers(model, M, y, *, Ky: Optional[np.ndarray] = None,
     """The computation of :meth:`HingeModel.complementary_multipliers
     <cvxmetric.models.HingeModel.complementary_multipliers>`."""
     M = as_square_symmetric(M, "M", d=model.d)
-    y = np.asarray(y, dtype=np.float64)
-    if y.shape != (model.m,) or not np.all(np.isfinite(y)):
-        raise ValueError(f"y must be a finite array of shape ({model.m},); got shape {y.shape}")
-    y = np.clip(y, 0.0, model.coef)
     if plan is None:
         plan = polish_plan(model, M, free_factor)
         if plan is None:
             return None
-    Q, r, n_free = plan.Q, plan.r, plan.n_free
+    return polish_corrected(model, M, y, plan, Ky=Ky, margins=margins).y
+
+
+@dataclass(frozen=True, eq=False)
+class PolishOutcome:
+    """The result of :func:`polish_corrected`: the multipliers (in the box), the plan of the last
+    solve (its range dimension ``r`` and free multipliers), the solves made and the modelled cost of
+    those beyond the first, whether the last one solved its equations, and whether it did so with
+    the dual matrix PSD off the range (up to round-off: then ``certify`` reads a bound near
+    ``delta^T y``)."""
+
+    y: np.ndarray
+    plan: PolishPlan
+    solves: int
+    extra_cost: float
+    solved: bool
+    complementary: bool
+
+
+def polish_corrected(model, M, y, plan: PolishPlan, *, Ky: Optional[np.ndarray] = None,
+                     margins: Optional[np.ndarray] = None,
+                     corrections: int = POLISH_CORRECTIONS, max_cost: Optional[float] = None,
+                     correct_above: Optional[float] = None) -> PolishOutcome:
+    r"""The complementarity polish of ``y`` at M by ``plan``, corrected where it failed.
+
+    Parameters
+    ----------
+    model : HingeModel
+    M : ndarray, shape (d, d)
+        The PSD point of ``plan``.
+    y : array_like, shape (m,)
+        Multipliers (clipped into the box).
+    plan : PolishPlan
+        :func:`polish_plan` of M.
+    Ky, margins : ndarray, optional
+        :math:`K^* y` and :math:`t = \delta + K M`, when the caller has them.
+    corrections : int
+        At most this many more solves (default ``POLISH_CORRECTIONS``).
+    max_cost : float, optional
+        The modelled seconds (:func:`polish_cost`) the corrections may take together (None: any).
+    correct_above : float, optional
+        Correct only a first solve whose value :math:`\delta^\top y` exceeds this (a caller's
+        least value that could certify; None: always).
+
+    Returns
+    -------
+    PolishOutcome
+
+    Notes
+    -----
+    After a solve (:meth:`~cvxmetric.models.HingeModel.complementary_multipliers`) the polished dual
+    matrix in the coordinates Q = [V W] is :math:`Q^\top S Q + \sum_{c \in F} \Delta y_c
+    Q^\top A_c Q`, an :math:`O(|F| k^2)` update. Where the equations' residual (its V columns)
+    exceeds ``POLISH_SOLVED_RTOL`` of its norm, the free set was too small: the next solve takes
+    ``POLISH_GROWTH`` times as many free multipliers. Where they were solved but :math:`W^\top S W`
+    has negative eigenvalues (beyond ``EIG_ROUNDOFF`` of its largest magnitude), S cannot be PSD
+    with V as the range: the next solve moves their eigenvectors from W into V (more equations, the
+    same free multipliers per equation). A correction is made only where its plan fits the memory
+    cap and the constraints (:func:`polish_memory_cap`); every proposal is still judged by
+    ``certify``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (model.m,) or not np.all(np.isfinite(y)):
+        raise ValueError(f"y must be a finite array of shape ({model.m},); got shape {y.shape}")
+    y = np.clip(y, 0.0, model.coef)
+    corrections = int(corrections)
     t = model.margins(M) if margins is None else np.asarray(margins, dtype=np.float64)
-    # the free set: the constraints nearest their margin
-    dist = np.abs(t) / _nonzero_or_inf(model.geometry.frobenius_norms())
-    F = np.argpartition(dist, n_free - 1)[:n_free] if n_free < model.m else np.arange(model.m)
-    B = _complementarity_rows(model, F, Q, r)
     KTy = model.geometry.weighted_sum(y) if Ky is None else np.asarray(Ky, dtype=np.float64)
-    e0 = _complementarity_vector(Q.T @ (0.5 * (model.R + model.R.T) + 0.5 * (KTy + KTy.T)) @ Q, r)
+    S0 = 0.5 * (model.R + model.R.T) + 0.5 * (KTy + KTy.T)
+    dist = np.abs(t) / _nonzero_or_inf(model.geometry.frobenius_norms())
+    solves, extra = 0, 0.0
+    while True:
+        solves += 1
+        y_out, S_Q = _polish_once(model, plan, S0, y, dist)
+        solved, negative = _polish_diagnosis(S_Q, plan.r)
+        done = solved and negative is None
+        if done or solves > corrections or (correct_above is not None and solves == 1
+                                            and not float(model.constraints.delta @ y_out) > correct_above):
+            return PolishOutcome(y_out, plan, solves, extra, solved, done)
+        if solved:
+            Q, r = plan.Q, plan.r
+            k = negative.shape[1]
+            Q = np.hstack([Q[:, :r], Q[:, r:] @ negative, Q[:, r:] @ _complement(negative)])
+            nxt = _plan_of(model, Q, r + k, plan.n_free / plan.n_eq)
+        else:
+            nxt = _plan_of(model, plan.Q, plan.r, POLISH_GROWTH * plan.n_free / plan.n_eq)
+        if nxt is None or (max_cost is not None and extra + nxt.cost > max_cost):
+            return PolishOutcome(y_out, plan, solves, extra, solved, False)
+        plan = nxt
+        extra += plan.cost
+
+
+def _polish_once(model, plan: PolishPlan, S0: np.ndarray, y: np.ndarray, dist: np.ndarray) -> tuple:
+    """One solve of the polish: the multipliers and the polished dual matrix in the coordinates Q."""
+    Q, r, n_free = plan.Q, plan.r, plan.n_free
+    F = np.argpartition(dist, n_free - 1)[:n_free] if n_free < model.m else np.arange(model.m)
+    Pu, Pw = (D @ Q for D in model.geometry.difference_vectors(F))
+    B = _complementarity_rows(model, Pu, Pw, r)
+    S_Q = Q.T @ S0 @ Q
+    e0 = _complementarity_vector(S_Q, r)
     y_out = y.copy()
     y_out[F] = _clamped_least_change(B, e0, y[F], model.coef[F])
-    return y_out
+    change = y_out[F] - y[F]
+    S_Q += (Pu.T * change) @ Pu - (Pw.T * change) @ Pw
+    return y_out, S_Q
+
+
+def _polish_diagnosis(S_Q: np.ndarray, r: int) -> tuple:
+    """``(solved, negative)`` of a polished dual matrix in the coordinates [V W] (V: the first r):
+    whether its V columns vanish (``POLISH_SOLVED_RTOL``), and the eigenvectors (in W's
+    coordinates) of its W block's negative eigenvalues beyond round-off, or None where there are
+    none."""
+    S_Q = 0.5 * (S_Q + S_Q.T)
+    solved = float(np.linalg.norm(S_Q[:, :r])) <= POLISH_SOLVED_RTOL * float(np.linalg.norm(S_Q))
+    if S_Q.shape[0] == r:
+        return solved, None
+    lam, Z = np.linalg.eigh(S_Q[r:, r:])
+    neg = lam < -EIG_ROUNDOFF * float(np.max(np.abs(lam)))
+    return solved, (Z[:, neg] if np.any(neg) else None)
+
+
+def _complement(Z: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the orthogonal complement of the orthonormal columns Z."""
+    full = np.linalg.qr(Z, mode="complete")[0]
+    return full[:, Z.shape[1]:]
+
+
+def _plan_of(model, Q: np.ndarray, r: int, free_factor: float) -> Optional[PolishPlan]:
+    """The plan on the basis Q = [V W] with V its first r columns, or None where it does not fit
+    (more free multipliers than constraints, or a memory above :func:`polish_memory_cap`)."""
+    k = Q.shape[1]
+    n_eq = r * (r + 1) // 2 + r * (k - r)
+    n_free = int(math.ceil(free_factor * n_eq))
+    if r == 0 or n_free > model.m or polish_bytes(n_eq, n_free) > polish_memory_cap(model):
+        return None
+    return PolishPlan(Q, r, n_eq, n_free, polish_cost(model.d, n_eq, n_free), polish_bytes(n_eq, n_free))
 
 
 def _on_span(model, M: np.ndarray) -> np.ndarray:
@@ -754,20 +893,19 @@ def _range_basis(model, M_s: np.ndarray) -> tuple[np.ndarray, int]:
     return (Q if U is None else U @ Q), int(np.count_nonzero(on))
 
 
-def _complementarity_rows(model, rows: np.ndarray, Q: np.ndarray, r: int) -> np.ndarray:
-    r"""Row i: the coefficients of :math:`y_c` (c = ``rows[i]``) in E(y) (see
+def _complementarity_rows(model, Pu: np.ndarray, Pw: np.ndarray, r: int) -> np.ndarray:
+    r"""Row i: the coefficients of :math:`y_c` (c the i-th free constraint) in E(y) (see
     :meth:`~cvxmetric.models.HingeModel.complementary_multipliers`), for
-    :math:`A_c = u u^\top - w w^\top` in the coordinates ``Q = [V W]``:
+    :math:`A_c = u u^\top - w w^\top` with ``Pu``, ``Pw`` its difference vectors in the
+    coordinates Q = [V W] (rows :math:`u^\top Q`, :math:`w^\top Q`):
     :math:`\mathrm{svec}(p p^\top - q q^\top)` on V and :math:`\mathrm{vec}(\bar p p^\top - \bar q q^\top)`
     across, with p, q the V-coordinates of u, w and :math:`\bar p, \bar q` their W-coordinates."""
-    Du, Dw = model.geometry.difference_vectors(rows)
-    Pu, Pw = Du @ Q, Dw @ Q
     iu, ju = triu_indices(r)
-    k = Q.shape[1]
+    n, k = Pu.shape
     w = _svec_weights(r)
-    B = np.empty((rows.size, iu.size + r * (k - r)))
+    B = np.empty((n, iu.size + r * (k - r)))
     # Q^T A_c V = Pu_c p^T - Pw_c q^T, in blocks of rows that keep the (block, k, r) products in cache
-    for s in range(0, rows.size, POLISH_ROW_BLOCK):
+    for s in range(0, n, POLISH_ROW_BLOCK):
         sl = slice(s, s + POLISH_ROW_BLOCK)
         Z = Pu[sl, :, None] * Pu[sl, None, :r]
         Z -= Pw[sl, :, None] * Pw[sl, None, :r]

@@ -100,6 +100,30 @@ def test_extended_geometry_rebuilds_its_pairs():
     assert big.pair_table()[0].P >= g.pair_table()[0].P
 
 
+def test_permuted_geometry_shares_the_pair_table_and_moves_the_rows():
+    """Row i of the permuted geometry is row order[i]: values, weighted sums and row norms are the
+    original's permuted (the degenerate halves included), on the original's pair table; the pair
+    order sorts the rows by the pair of their u half; a non-permutation is a ValueError."""
+    g = _geometry(seed=1)
+    table, pu, _ = g.pair_table()
+    order = g.pair_order()
+    assert np.all(np.diff(pu[order]) >= 0)
+    p = g.permuted(order)
+    assert p.pair_table()[0] is table
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((g.d, g.d))
+    M = M + M.T
+    y = rng.random(g.m)
+    np.testing.assert_allclose(p.values(M, path="points"), g.values(M, path="points")[order], rtol=0, atol=0)
+    np.testing.assert_allclose(p.values(M, path="differences"), g.values(M, path="differences")[order],
+                               rtol=1e-13, atol=1e-12)
+    assert _rel(g.weighted_sum(y), p.weighted_sum(y[order])) <= PATH_RTOL
+    np.testing.assert_allclose(p.frobenius_norms(), g.frobenius_norms()[order], rtol=1e-13)
+    for bad in (order[:-1], np.r_[order[:-1], order[0]], order + 1, order.astype(float)):
+        with pytest.raises(ValueError, match="permutation"):
+            g.permuted(bad)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_dense_laplacian_rank_one_rows_and_row_norms_agree(seed):
     """The dense Laplacian form of K* (rewritten in place between calls), values_rank_one over a

@@ -543,8 +543,13 @@ def test_first_crossing_is_the_sorted_cumulative_crossing(seed):
     for need in (0.0, 1e-3, 0.37 * cum[-1], 0.9 * cum[-1], cum[-1] * (1 - 1e-9)):
         expected = keys[order[np.flatnonzero(cum >= need)[0]]]
         assert first_crossing(keys, weights, need) == expected
+        # a hint of where the crossing is changes the work, not the answer: at, near, far from it
+        for near in (expected, expected * (1 + 2.0 ** -10), 1.0, 70.0, 1e6):
+            assert first_crossing(keys, weights, need, near=near) == expected
     assert first_crossing(keys, weights, 1.01 * cum[-1]) is None
+    assert first_crossing(keys, weights, 1.01 * cum[-1], near=1.0) is None
     assert first_crossing(np.full(n, 2.5), weights, 0.5 * cum[-1]) == 2.5
+    assert first_crossing(np.full(n, 2.5), weights, 0.5 * cum[-1], near=2.5) == 2.5
 
 
 def test_ray_minimum_rejects_q_and_bad_values():
@@ -572,3 +577,61 @@ def test_best_on_ray_leaves_the_iterates_and_only_lowers_the_best_objective(monk
         assert row_on[9] <= scored and row_off[9] == scored
     assert on.objective == pytest.approx(model.value(on.M), rel=1e-12)
     assert on.objective <= off.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("mixed_units", [False, True])
+def test_rows_sorted_by_pair_give_the_same_run_in_the_given_order(monkeypatch, mixed_units):
+    """ROW_ORDER (applied here below its size threshold): the run on the rows sorted by pair
+    matches the run in the given order to round-off, and its multipliers are those of the given
+    rows (the model's own certificate of them is the reported bound); also on the congruence twin
+    (features in mixed units: the rows of the equilibrated twin are sorted)."""
+    import solvers.pdhg as pdhg_module
+    from cvxmetric.instances.qwise import synthetic_qwise
+    from cvxmetric.models import qwise_model
+
+    inst = synthetic_qwise(20, 3, 300, 20_000, seed=3)
+    X = inst.X * np.repeat([1.0, 2.0 ** 12], 10) if mixed_units else inst.X
+    model = qwise_model(X, inst.constraints, **inst.params)
+    assert model.geometry.operator_path("K")[0] == "points"
+    assert (pdhg_module.equilibration(model) is not None) == mixed_units
+    runs = {}
+    for sort in (False, True):
+        monkeypatch.setattr(pdhg_module, "ROW_ORDER", sort)
+        monkeypatch.setattr(pdhg_module, "ROW_ORDER_MIN_ROWS", 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runs[sort] = pdhg(model, max_iter=48, tol=1e-6)
+    plain, sorted_ = runs[False], runs[True]
+    assert plain.n_iter == sorted_.n_iter == 48
+    assert abs(sorted_.objective - plain.objective) <= 1e-9 * abs(plain.objective)
+    np.testing.assert_allclose(sorted_.multipliers, plain.multipliers, rtol=0, atol=1e-9 * model.coef.max())
+    assert sorted_.lower_bound == pytest.approx(plain.lower_bound, rel=1e-9)
+    bounds = [model.certify(r.multipliers, upper=r.objective, repair_steps=0)[0] for r in (plain, sorted_)]
+    assert bounds[1] == pytest.approx(bounds[0], rel=1e-9)
+
+
+def test_first_step_norm_from_a_sample_of_the_rows(monkeypatch):
+    """Where the rows outnumber NORM_SAMPLE_SHARE samples of NORM_SAMPLE_PER_ENTRY rows per entry
+    (lowered here), the adaptive rule's first ||K'|| is the sample's estimate scaled by
+    sqrt(m / sample): close to the estimate on all rows, seeded, and never for a constant step."""
+    import solvers.pdhg as pdhg_module
+    from cvxmetric.instances.qwise import synthetic_qwise
+    from cvxmetric.models import qwise_model
+
+    inst = synthetic_qwise(10, 3, 300, 20_000, seed=3)
+    model = qwise_model(inst.X, inst.constraints, **inst.params)
+    op = pdhg_module._ScaledOperator(model)
+    full = pdhg_module._operator_norm(op, model, 15, 0)
+    monkeypatch.setattr(pdhg_module, "NORM_SAMPLE_PER_ENTRY", 40)   # 2,200 of 20,000 rows
+    sampled = pdhg_module._operator_norm(op, model, 15, 0, sample=True)
+    assert sampled != full and abs(sampled - full) <= 0.1 * full
+    assert pdhg_module._operator_norm(op, model, 15, 0, sample=True) == sampled
+    assert pdhg_module._operator_norm(op, model, 15, 0, sample=False) == full
+    monkeypatch.setattr(pdhg_module, "NORM_SAMPLE_PER_ENTRY", 400)  # more than a quarter of the rows
+    assert pdhg_module._operator_norm(op, model, 15, 0, sample=True) == full
+    monkeypatch.setattr(pdhg_module, "NORM_SAMPLE_PER_ENTRY", 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        constant = pdhg(model, adaptive_step=False, max_iter=1)
+    assert constant.info["operator_norm"] == pytest.approx(
+        pdhg_module._operator_norm(op, model, pdhg_module.POWER_ITERATIONS_CONSTANT_STEP, 0), rel=1e-12)

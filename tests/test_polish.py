@@ -161,7 +161,8 @@ def test_on_the_data_span():
     assert plan.Q.shape == (9, 8) and np.allclose(plan.Q.T @ plan.Q, np.eye(8), atol=1e-12)
     rng = np.random.default_rng(0)
     rows = rng.choice(model.m, 50, replace=False)
-    B = _complementarity_rows(model, rows, plan.Q, plan.r)
+    Pu, Pw = (D @ plan.Q for D in model.geometry.difference_vectors(rows))
+    B = _complementarity_rows(model, Pu, Pw, plan.r)
     y = np.zeros(model.m)
     y[rows] = rng.random(50)
 
@@ -283,3 +284,71 @@ def test_pdhg_prices_the_polish_at_its_residual_test(near_solution, monkeypatch)
     assert priced.info["polishes"] >= 1 and declined.info["polishes"] == 0
     for res in (priced, declined):
         assert res.lower_bound is not None and res.lower_bound <= p_up
+
+
+def test_corrected_polish_grows_a_free_set_that_ran_out(near_solution):
+    """With one free multiplier per equation the clamps exhaust the free set (the equations stay
+    unsolved); the correction doubles it, solves them, and the bound is within 1e-4 of p*."""
+    from cvxmetric.hinge_certificates import _plan_of, polish_corrected
+
+    model, M, y, upper, (p_low, p_up) = near_solution
+    plan = model.polish_plan(M)
+    small = _plan_of(model, plan.Q, plan.r, 1.0)
+    plain = polish_corrected(model, M, y, small, corrections=0)
+    fixed = polish_corrected(model, M, y, small)
+    assert not plain.solved and not plain.complementary and plain.solves == 1
+    assert fixed.solved and fixed.complementary and fixed.solves > 1 and fixed.plan.n_free > small.n_free
+    assert fixed.extra_cost > 0 and np.all(fixed.y >= 0) and np.all(fixed.y <= model.coef)
+    bound = model.dual_bound(fixed.y, upper=upper, repair_steps=0)
+    assert bound <= p_up and relative_gap(p_low, bound) <= 1e-4
+    assert model.dual_bound(plain.y, upper=upper, repair_steps=0) < bound
+
+
+def test_corrected_polish_widens_a_range_that_misses_a_direction(near_solution):
+    """A point whose smallest range direction is removed: V misses a direction of the solution's
+    range, the solved polish leaves the dual matrix indefinite off V, and the correction takes
+    the negative direction into V (one more solve, a larger r)."""
+    from cvxmetric.hinge_certificates import polish_corrected
+
+    model, M, y, upper, (p_low, p_up) = near_solution
+    lam, V = np.linalg.eigh(M)
+    keep = lam > 1e-4 * lam[-1]
+    drop = np.flatnonzero(keep)[0]
+    keep[drop] = False
+    M_cut = (V[:, keep] * lam[keep]) @ V[:, keep].T
+    plan = model.polish_plan(M_cut, 4.0)
+    plain = polish_corrected(model, M_cut, y, plan, corrections=0)
+    fixed = polish_corrected(model, M_cut, y, plan)
+    assert plain.solved and not plain.complementary
+    assert fixed.complementary and fixed.plan.r > plan.r
+    assert model.dual_bound(fixed.y, upper=upper, repair_steps=0) > model.dual_bound(plain.y, upper=upper, repair_steps=0)
+    assert model.dual_bound(fixed.y, upper=upper, repair_steps=0) <= p_up
+
+
+def test_corrected_polish_respects_its_gate(near_solution):
+    """No correction where the first solve's value is not above ``correct_above``, nor beyond
+    ``max_cost``."""
+    from cvxmetric.hinge_certificates import _plan_of, polish_corrected
+
+    model, M, y, _, _ = near_solution
+    plan = model.polish_plan(M)
+    small = _plan_of(model, plan.Q, plan.r, 1.0)
+    assert polish_corrected(model, M, y, small, correct_above=np.inf).solves == 1
+    assert polish_corrected(model, M, y, small, max_cost=0.0).solves == 1
+    assert polish_corrected(model, M, y, small, correct_above=-np.inf).solves > 1
+
+
+def test_pdhg_starts_the_polish_over_where_a_grown_free_set_no_longer_fits():
+    """A free factor carried from earlier polishes whose plan no longer fits (here: more free
+    multipliers than constraints) is reset to POLISH_FREE_FACTOR, and the polish is planned."""
+    from cvxmetric.hinge_certificates import POLISH_FREE_FACTOR
+
+    model = _model()
+    state = start_state(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pdhg(model, state=state, max_iter=112, warn=False)
+    state.polish_free_factor = float(model.m)
+    state.err_at_repair = np.inf
+    assert state.repair_due(state.last, 1e-3)
+    assert state._plan is not None and state.polish_free_factor == POLISH_FREE_FACTOR
