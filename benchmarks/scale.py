@@ -112,6 +112,7 @@ class Size:
     target_s: float | None = None    # wall-clock target of build + seconds to a certified 1e-3
     target_gb: float | None = None   # peak-memory target, GB
     in_default: bool = True          # run by a plain ``python -m benchmarks.scale`` (else only when named)
+    reg_weight: float = 1.0          # the trace regularizer's weight r (``synthetic_qwise(reg_weight=)``)
 
 
 _TOO_BIG = ("the cvxpy twin has {nnz:.1e} coefficient nonzeros, {times:.0f}x those of d = 100 with 10^4 "
@@ -142,7 +143,8 @@ def build(name: str, size: Size):
 
         inst = get_instance("qwise", "syn-d50-m10000")
     else:
-        inst = synthetic_qwise(size.d, min(10, size.d), size.n, size.m, seed=size.seed, name=name)
+        inst = synthetic_qwise(size.d, min(10, size.d), size.n, size.m, seed=size.seed, name=name,
+                               reg_weight=size.reg_weight)
     model = qwise_model(inst.X, inst.constraints, **inst.params)
     if "points" in (model.geometry.operator_path("K")[0], model.geometry.operator_path("Kt")[0]):
         model.geometry.pair_table()

@@ -163,3 +163,21 @@ def test_the_tail_hands_over_to_full_pdhg_and_both_paths_certify():
     assert rounds_only.converged and rounds_only.info["fallback_iterations"] == 0
     assert relative_gap(with_fallback.objective, rounds_only.lower_bound) <= 1e-4 + 1e-9
     assert relative_gap(rounds_only.objective, with_fallback.lower_bound) <= 1e-4 + 1e-9
+
+
+def test_the_hand_over_is_taken_only_where_full_steps_are_cheap(monkeypatch):
+    import cvxmetric.solvers.subspace as sub
+
+    model = _model(d=60, n=100, m=500, reg_weight=16.0)
+    assert sub.full_steps_cheap(model) and not sub.subspace_pays(model)
+    cheap = subspace(model, tol=1e-4)
+    assert cheap.info["fallback_iterations"] > 0
+    # the same model where one dense eigh of order d is modelled dear: the rounds go on alone
+    monkeypatch.setattr(sub, "SUBSPACE_MIN_EIGH_SECONDS", 0.0)
+    assert not sub.full_steps_cheap(model) and sub.subspace_pays(model)
+    dear = subspace(model, tol=1e-4)
+    assert dear.converged and dear.info["fallback_iterations"] == 0
+    forced = subspace(model, tol=1e-4, fallback=True)
+    assert forced.info["fallback_iterations"] == cheap.info["fallback_iterations"]
+    with pytest.raises(TypeError, match="fallback"):
+        subspace(model, fallback="always")
