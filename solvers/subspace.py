@@ -60,7 +60,9 @@ PRICE_BLOCK = 24
 #: eigenspace's measured width. Measured at d = 5000 (trace weight 1e4, W's rank settled at 59): a
 #: reset to ``PRICE_BLOCK`` there found all 32 Ritz values negative, so the next block was 0.5 k
 #: (300 columns, 37-43 CPU s of pricing) of which some 60 were negative, then 24 again: the
-#: rounds alternated 7 and 24-43 CPU s of pricing, 239 of the solve's 582 CPU s.
+#: rounds alternated 7 and 24-43 CPU s of pricing, 239 of the solve's 582 CPU s. With the width:
+#: 13 rounds and 384 CPU s to a certified 1e-3 (``python -m benchmarks.scale --sizes d5000-m1e5``,
+#: 1,536 inner iterations, k = 705) against 16 rounds and 650 CPU s (2,080, k = 693).
 PRICE_GROWTH = 0.5
 #: ... from a LOBPCG block this many columns wider (its leading Ritz pairs converge faster with
 #: guard vectors beside them).
@@ -87,7 +89,8 @@ MAX_ROUNDS = 50
 #: 154 s for the rounds alone (``fallback=False``: 13 rounds to k = 690); at d = 5000 (22 s) plain
 #: PDHG did not certify within 1,800 s (its early iterates reach rank 784, each ``eigh`` ~16 s),
 #: and the full PDHG the rounds handed over to at k = 365 (W of rank 148) did not certify within
-#: 1,900 s (4.56 GB peak).
+#: 1,900 s (4.56 GB peak), while the rounds alone certify 1e-3 where the optimum is of low rank
+#: (trace weight 1e4, rank 58: 13 rounds, 384 CPU s, 2.1 GB).
 SUBSPACE_MIN_EIGH_SECONDS = 5.0
 
 
