@@ -34,7 +34,7 @@ from cvxmetric.models import HingeModel
 from .pdhg import DEFAULT_TOL, PROOF_BLOCK, estimated_bound, pdhg, smallest_ritz_pairs
 from .result import SolverResult, make_result
 
-__all__ = ["subspace", "subspace_pays", "subspace_applies", "INNER_TOL_FRACTION", "INNER_GAP_FRACTION",
+__all__ = ["subspace", "subspace_pays", "subspace_applies", "full_steps_cheap", "INNER_TOL_FRACTION", "INNER_GAP_FRACTION",
            "INNER_TOL_MAX", "PRICE_BLOCK", "PRICE_GROWTH", "PRICE_GUARD", "PRICE_RITZ_STEPS",
            "SUBSPACE_MIN_EIGH_SECONDS", "MAX_ROUNDS"]
 
@@ -55,30 +55,42 @@ PRICE_BLOCK = 24
 #: ... and, where every Ritz value of the last pricing was negative (the negative eigenspace is
 #: wider than the block), this fraction of the current k: the subspace then grows geometrically
 #: towards the optimum's rank (measured 121 at d = 200 and 316 at d = 1000 on 1,000-2,000 points;
-#: with a fixed block of 24, 9 and 25 rounds).
+#: with a fixed block of 24, 9 and 25 rounds). Where some Ritz value was not negative, the next
+#: block is the number of negative ones just found (at least ``PRICE_BLOCK``): the negative
+#: eigenspace's measured width. Measured at d = 5000 (trace weight 1e4, W's rank settled at 59): a
+#: reset to ``PRICE_BLOCK`` there found all 32 Ritz values negative, so the next block was 0.5 k
+#: (300 columns, 37-43 CPU s of pricing) of which some 60 were negative, then 24 again: the
+#: rounds alternated 7 and 24-43 CPU s of pricing, 239 of the solve's 582 CPU s. With the width:
+#: 13 rounds and 384 CPU s to a certified 1e-3 (``python -m benchmarks.scale --sizes d5000-m1e5``,
+#: 1,536 inner iterations, k = 705) against 16 rounds and 650 CPU s (2,080, k = 693).
 PRICE_GROWTH = 0.5
 #: ... from a LOBPCG block this many columns wider (its leading Ritz pairs converge faster with
 #: guard vectors beside them).
 PRICE_GUARD = 8
 #: LOBPCG iterations of the pricing per round (products through the data, O(n d) per column): the
 #: Ritz pairs need only point into the negative eigenspace, and the proof's shift reads the smallest
-#: one's residual, so a poor estimate costs bound, not validity.
-PRICE_RITZ_STEPS = 40
+#: one's residual, so a poor estimate costs bound, not validity. Measured at d = 5000 (10^5
+#: quadruplets on 5,000 points, trace weight 1000, one BLAS thread) on the multipliers of round 5
+#: (k = 162) and round 7 (k = 365): 20 iterations gave the smallest Ritz value of 40 to four digits
+#: (-1.024e4, -4367; residual 3e-5 r and 6e-7 r) and new directions capturing the same negative
+#: curvature of S off P to 0.02 % (sum of the negative eigenvalues of S compressed to them), in
+#: 6.6 against 10.9 and 12.8 against 18.8 CPU s; 10 iterations captured 99 % of it.
+PRICE_RITZ_STEPS = 20
 #: A round's outer limit: the rounds stop (not converged) after this many.
 MAX_ROUNDS = 50
 #: :func:`subspace_pays` chooses the subspace rounds where one dense eigendecomposition of order d
 #: (``COST_EIGH`` d^3 of :mod:`cvxmetric.hinge`: the step plain PDHG takes while its early iterates
-#: are high rank) is modelled above this many seconds. Measured (one BLAS thread, CPU seconds to a
-#: certified 1e-3, the ``benchmarks.scale`` instances on 2,000 points with 10^4 quadruplets): d = 1000
-#: (eigh modelled 0.18 s) plain PDHG 32.5 s (208 iterations) against 45.5 s for the subspace (3
-#: rounds to k = 72, then 336 iterations of the fallback); d = 2000 (1.4 s) plain PDHG 75 s of wall
-#: time against 154 s for the rounds alone (``fallback=False``: 13 rounds to k = 690); at d = 5000
-#: (22 s) plain PDHG did not certify within 1,800 s (its early iterates reach rank 784, each
-#: ``eigh`` ~16 s); neither does the subspace there yet: 7 rounds (333 CPU s) took k to 365 and the
-#: objective from 8.1e4 to 35.5 (W of rank 148, smallest Ritz value of S -11.9 against r = 1, an
-#: estimated bound of 2.75), and the full PDHG it hands over to did not certify within 1,900 s.
-#: The rounds alone (``fallback=False``, 2,100 s limit) proved a gap of 1.6e-2 after 14 rounds
-#: (2,300 CPU s, k = 1,770, W of rank 183, peak 2.27 GB).
+#: are high rank) is modelled above this many seconds, and the rounds hand over to plain PDHG
+#: (``fallback="auto"``) only where it is modelled at most this: one rule for where a full PDHG
+#: step is cheap. Measured (one BLAS thread, CPU seconds to a certified 1e-3, the
+#: ``benchmarks.scale`` instances on 2,000 points with 10^4 quadruplets): d = 1000 (eigh modelled
+#: 0.18 s) plain PDHG 32.5 s (208 iterations) against 45.5 s for the subspace (3 rounds to k = 72,
+#: then 336 iterations of the hand-over); d = 2000 (1.4 s) plain PDHG 75 s of wall time against
+#: 154 s for the rounds alone (``fallback=False``: 13 rounds to k = 690); at d = 5000 (22 s) plain
+#: PDHG did not certify within 1,800 s (its early iterates reach rank 784, each ``eigh`` ~16 s),
+#: and the full PDHG the rounds handed over to at k = 365 (W of rank 148) did not certify within
+#: 1,900 s (4.56 GB peak), while the rounds alone certify 1e-3 where the optimum is of low rank
+#: (trace weight 1e4, rank 58: 13 rounds, 384 CPU s, 2.1 GB).
 SUBSPACE_MIN_EIGH_SECONDS = 5.0
 
 
@@ -97,11 +109,19 @@ def subspace_pays(model: HingeModel) -> bool:
     ``COST_EIGH`` d^3 seconds (:func:`cvxmetric.hinge.projection_costs`), exceeds
     ``SUBSPACE_MIN_EIGH_SECONDS`` (d above ~3,000): there the subspace rounds replace every
     full-space decomposition by products with the data and decompositions of order k."""
-    return subspace_applies(model) and COST_EIGH * model.d ** 3 > SUBSPACE_MIN_EIGH_SECONDS
+    return subspace_applies(model) and not full_steps_cheap(model)
+
+
+def full_steps_cheap(model: HingeModel) -> bool:
+    """Whether a step of plain PDHG on the full model is cheap: its dense eigendecomposition of
+    order d, modelled at ``COST_EIGH`` d^3 seconds, is at most ``SUBSPACE_MIN_EIGH_SECONDS`` (d up
+    to ~3,000). There plain PDHG is the solver of choice (:func:`subspace_pays`) and the tail of the
+    subspace rounds (``fallback="auto"``); above it, neither."""
+    return COST_EIGH * model.d ** 3 <= SUBSPACE_MIN_EIGH_SECONDS
 
 
 def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = MAX_ROUNDS,
-             max_iter: int = 100_000, time_limit: Optional[float] = None, fallback: bool = True,
+             max_iter: int = 100_000, time_limit: Optional[float] = None, fallback="auto",
              form_M: bool = True, seed=0, solver_name: str = "hinge-subspace", warn: bool = True) -> SolverResult:
     r"""Subspace generation with a matrix-free certificate for the trace-regularized hinge model.
 
@@ -118,11 +138,13 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
         gets what is left).
     time_limit : float, optional
         Wall-clock limit in seconds (checked between rounds, and passed on to each inner solve).
-    fallback : bool
-        Where the rounds reach their tail (W's rank stopped growing while the subspace grew) or the
-        pricing stalls (no direction outside the subspace but the gap above ``tol``), continue
-        with plain PDHG on the full model warm-started from the subspace's point and multipliers
-        (``pdhg(model, M0=P W P^T, y0=y)``). False: the rounds go on until ``tol``, a stall or a limit.
+    fallback : bool or "auto"
+        True: where the rounds reach their tail (W's rank stopped growing while the subspace grew)
+        or the pricing stalls (no direction outside the subspace but the gap above ``tol``),
+        continue with plain PDHG on the full model warm-started from the subspace's point and
+        multipliers (``pdhg(model, M0=P W P^T, y0=y)``). False: the rounds go on until ``tol``, a
+        stall or a limit. ``"auto"`` (default): True where a full PDHG step is cheap
+        (:func:`full_steps_cheap`: d up to ~3,000), else False.
     form_M : bool
         Return ``M`` as a d x d array (formed once, at the end: 200 MB at d = 5000); False leaves
         ``M`` None, the point being ``info["factor"]`` F with :math:`M = FF^\top`.
@@ -177,7 +199,8 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
        estimate proves :math:`\lambda_{\min}(S)` (:meth:`~cvxmetric.models.HingeModel.certify` with
        ``lambda_min_estimate``; :func:`cvxmetric.linalg.lambda_min_lower_bound`).
     4. **Pricing.** If the certified gap exceeds ``tol``: the Ritz vectors of the negative Ritz
-       values (at most ``PRICE_BLOCK``, or ``PRICE_GROWTH`` k where all were negative),
+       values (at most ``PRICE_BLOCK``, or ``PRICE_GROWTH`` k where all were negative, or the
+       number of negative ones of the last pricing where more),
        orthogonalized against P, are appended to P. The first P
        holds those of S at the hinge subgradient of M = 0 (:math:`y_c = c_c` where
        :math:`\delta_c > 0`).
@@ -185,7 +208,8 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
     5. **Tail.** Once W's rank stops growing while the subspace grows (the optimum's range is held;
        measured: at d = 1000 the rank settles at 40-57 while fixed blocks of 24 took the subspace to
        k = 600 over 25 rounds, each new block closing a little of the gap), the rounds hand over to
-       PDHG on the full model from :math:`(PWP^\top, y)` (``fallback``).
+       PDHG on the full model from :math:`(PWP^\top, y)` (``fallback``), by default only where its
+       steps are cheap (:func:`full_steps_cheap`).
 
     Every bound is proven on the full problem, whatever the subspace: the rounds only decide how
     soon it closes. Scale invariance: all weights times s (r and c) scale S, the tolerances of the
@@ -204,6 +228,10 @@ def subspace(model: HingeModel, *, tol: float = DEFAULT_TOL, max_rounds: int = M
     max_iter = check_int_in_range(max_iter, "max_iter", 1, 10**9)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
+    if isinstance(fallback, str) and fallback == "auto":
+        fallback = full_steps_cheap(model)
+    elif not isinstance(fallback, (bool, np.bool_)):
+        raise TypeError(f'fallback must be True, False or "auto"; got {fallback!r}')
     rounds = _Rounds(model, tol, as_rng(seed), time_limit, max_iter, settle=fallback)
     stop_reason = rounds.run(max_rounds)
     if stop_reason == "stalled" and fallback and rounds.iterations_left() > 0:
@@ -361,7 +389,8 @@ class _Rounds:
     def grow(self, theta: np.ndarray, V: np.ndarray) -> bool:
         """Step 4: append the Ritz vectors of the negative Ritz values (at most ``self.block``),
         orthogonalized against P (two passes of Gram-Schmidt); False where none is new. Where every
-        Ritz value was negative, the next block is ``PRICE_GROWTH`` times the new k."""
+        Ritz value was negative, the next block is ``PRICE_GROWTH`` times the new k, else the number
+        of negative ones (at least ``PRICE_BLOCK``)."""
         neg = V[:, theta < 0][:, :self.block] if theta.size else V[:, :0]
         wide = theta.size > 0 and bool(np.all(theta < 0))
         if neg.shape[1] == 0:
@@ -370,7 +399,8 @@ class _Rounds:
         if new.shape[1] == 0:
             return False
         self.P = np.hstack([self.P, new])
-        self.block = max(PRICE_BLOCK, math.ceil(PRICE_GROWTH * self.P.shape[1])) if wide else PRICE_BLOCK
+        width = math.ceil(PRICE_GROWTH * self.P.shape[1]) if wide else neg.shape[1]
+        self.block = max(PRICE_BLOCK, width)
         return True
 
     def gap(self) -> float:

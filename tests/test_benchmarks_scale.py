@@ -62,3 +62,11 @@ def test_targets_are_printed_met_or_not():
     row["t_1e3"] = None   # never certified 1e-3
     assert "= inf s > 60 s" in scale.targets(row)
     assert scale.targets({**row, "size": scale.SIZES["d50-m1e4"]}) == ""
+
+
+def test_a_size_carries_its_trace_weight_into_the_model():
+    _, plain = scale.build("tiny", scale.Size(12, 60, 300, seed=1))
+    _, heavy = scale.build("tiny", scale.Size(12, 60, 300, seed=1, reg_weight=7.0))
+    assert heavy.geometry.X.shape == plain.geometry.X.shape
+    assert heavy._identity_multiple() == 7.0 * plain._identity_multiple()
+    assert all(size.reg_weight == 1.0 for name, size in scale.SIZES.items() if name != "d5000-m1e5")

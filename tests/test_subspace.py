@@ -1,4 +1,5 @@
 """Subspace generation (cvxmetric.solvers.subspace) and the restricted model it solves."""
+import math
 import warnings
 
 import numpy as np
@@ -163,3 +164,37 @@ def test_the_tail_hands_over_to_full_pdhg_and_both_paths_certify():
     assert rounds_only.converged and rounds_only.info["fallback_iterations"] == 0
     assert relative_gap(with_fallback.objective, rounds_only.lower_bound) <= 1e-4 + 1e-9
     assert relative_gap(rounds_only.objective, with_fallback.lower_bound) <= 1e-4 + 1e-9
+
+
+def test_the_hand_over_is_taken_only_where_full_steps_are_cheap(monkeypatch):
+    import cvxmetric.solvers.subspace as sub
+
+    model = _model(d=60, n=100, m=500, reg_weight=16.0)
+    assert sub.full_steps_cheap(model) and not sub.subspace_pays(model)
+    cheap = subspace(model, tol=1e-4)
+    assert cheap.info["fallback_iterations"] > 0
+    # the same model where one dense eigh of order d is modelled dear: the rounds go on alone
+    monkeypatch.setattr(sub, "SUBSPACE_MIN_EIGH_SECONDS", 0.0)
+    assert not sub.full_steps_cheap(model) and sub.subspace_pays(model)
+    dear = subspace(model, tol=1e-4)
+    assert dear.converged and dear.info["fallback_iterations"] == 0
+    forced = subspace(model, tol=1e-4, fallback=True)
+    assert forced.info["fallback_iterations"] == cheap.info["fallback_iterations"]
+    with pytest.raises(TypeError, match="fallback"):
+        subspace(model, fallback="always")
+
+
+def test_the_next_pricing_block_is_the_measured_width_of_the_negative_eigenspace():
+    import cvxmetric.solvers.subspace as sub
+
+    model = _model(d=120, n=100, m=300)
+    rounds = sub._Rounds(model, 1e-3, np.random.default_rng(0), None, 1000, settle=False)
+    V = _orthonormal(120, 60, 4)
+    rounds.block = 40
+    theta = np.r_[-np.arange(30, 0, -1.0), np.arange(1.0, 11.0)]   # 30 negative of 40 Ritz values
+    assert rounds.grow(theta, V[:, :40]) and rounds.P.shape[1] == 30
+    assert rounds.block == 30                                       # the width found, not PRICE_BLOCK
+    assert rounds.grow(-np.arange(20, 0, -1.0), V[:, 40:60])       # all negative: geometric growth
+    assert rounds.P.shape[1] == 50 and rounds.block == max(sub.PRICE_BLOCK, math.ceil(sub.PRICE_GROWTH * 50))
+    rounds.block = 40
+    assert not rounds.grow(np.array([-1.0, 2.0]), V[:, :2])        # no direction outside P
