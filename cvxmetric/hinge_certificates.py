@@ -641,14 +641,9 @@ def polish_plan(model, M, free_factor: float = POLISH_FREE_FACTOR,
     k = M_s.shape[0]
     # the rank from the eigenvalues alone: the eigenvectors only where the polish applies (at
     # d = 500-1000 it never does, and eigvalsh costs a third of eigh there)
-    cap = polish_memory_cap(model)
 
-    def sizes(r):   # (equations, free multipliers), or None where the polish does not apply or pay
-        n_eq = r * (r + 1) // 2 + r * (k - r)
-        n_free = int(math.ceil(free_factor * n_eq))
-        fits = n_free <= model.m and polish_bytes(n_eq, n_free) <= cap
-        pays = max_cost is None or polish_cost(model.d, n_eq, n_free) <= max_cost
-        return (n_eq, n_free) if r > 0 and fits and pays else None
+    def sizes(r):
+        return _plan_sizes(model, k, r, free_factor, max_cost)
 
     # the number of equations (and the memory) grows with r (r k - r (r - 1) / 2, r <= k): a proven
     # lower bound on the rank that already has too many equations rejects the polish without an
@@ -831,14 +826,24 @@ def _complement(Z: np.ndarray) -> np.ndarray:
     return full[:, Z.shape[1]:]
 
 
-def _plan_of(model, Q: np.ndarray, r: int, free_factor: float) -> Optional[PolishPlan]:
-    """The plan on the basis Q = [V W] with V its first r columns, or None where it does not fit
-    (more free multipliers than constraints, or a memory above :func:`polish_memory_cap`)."""
-    k = Q.shape[1]
+def _plan_sizes(model, k: int, r: int, free_factor: float, max_cost: Optional[float] = None) -> Optional[tuple]:
+    """``(equations, free multipliers)`` of a polish with range dimension r in a k-dimensional
+    span, or None where it does not apply (r = 0), fit (more free multipliers than constraints, a
+    memory above :func:`polish_memory_cap`) or pay (a modelled cost above ``max_cost``)."""
     n_eq = r * (r + 1) // 2 + r * (k - r)
     n_free = int(math.ceil(free_factor * n_eq))
-    if r == 0 or n_free > model.m or polish_bytes(n_eq, n_free) > polish_memory_cap(model):
+    fits = n_free <= model.m and polish_bytes(n_eq, n_free) <= polish_memory_cap(model)
+    pays = max_cost is None or polish_cost(model.d, n_eq, n_free) <= max_cost
+    return (n_eq, n_free) if r > 0 and fits and pays else None
+
+
+def _plan_of(model, Q: np.ndarray, r: int, free_factor: float) -> Optional[PolishPlan]:
+    """The plan on the basis Q = [V W] with V its first r columns, or None where it does not fit
+    (:func:`_plan_sizes`)."""
+    sizes = _plan_sizes(model, Q.shape[1], r, free_factor)
+    if sizes is None:
         return None
+    n_eq, n_free = sizes
     return PolishPlan(Q, r, n_eq, n_free, polish_cost(model.d, n_eq, n_free), polish_bytes(n_eq, n_free))
 
 
