@@ -189,12 +189,24 @@ def test_without_a_proof_budget_the_checks_prove_only_near_tol(monkeypatch):
     import cvxmetric.solvers.pdhg as mod
 
     model = _model(30, 150, 1500, 5)
+    proofs = []   # the proofs so far after each check's certification
+    certify = mod.PDHGState._certify_matrix_free
+
+    def counted(state, points):
+        out = certify(state, points)
+        proofs[-1].append(state.proofs)
+        return out
+
+    monkeypatch.setattr(mod.PDHGState, "_certify_matrix_free", counted)
+    proofs.append([])
     free = pdhg(model, checks="matrix_free", projection="lowrank")
     monkeypatch.setattr(mod, "PROOF_BUDGET", 0.0)
+    proofs.append([])
     lean = pdhg(model, checks="matrix_free", projection="lowrank")
     assert free.info["proofs"] >= lean.info["proofs"] >= 1
     assert lean.info["proofs"] < lean.info["checks"]
     assert lean.converged and lean.certified_gap <= 1e-3
-    # the proofs never steer the iterates (the low-rank steps never read a K* y a proof formed)
-    k = min(len(lean.history), len(free.history))
-    np.testing.assert_array_equal(lean.history[:k], free.history[:k])
+    # a proof never steers the steps (they read no K* y a proof formed); its Ritz vectors start the
+    # next check's scores, so the runs agree up to the first check whose proofs differ
+    first = next(i for i, (a, b) in enumerate(zip(*proofs)) if a != b)
+    np.testing.assert_array_equal(lean.history[:first + 1], free.history[:first + 1])
