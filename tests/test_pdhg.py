@@ -465,6 +465,36 @@ def test_equilibration_only_where_units_spread():
     assert equilibration(_synthetic(12, 3, 150, 500, "frobenius", 0.5, 0)) is None   # q > 0
 
 
+def test_equilibration_on_a_sample_of_many_rows(monkeypatch):
+    """Where the rows are many, the column norms come from a seeded sample: the rounded factors
+    within a power of two of those from all rows; a sample that misses a feature falls back to all rows."""
+    import cvxmetric.solvers.pdhg as pdhg_module
+
+    inst = synthetic_qwise(6, 2, 300, 6000, seed=4, regularizer="trace", C_Q=1.0)
+    model = qwise_model(inst.X * 10.0 ** np.linspace(-3, 3, 6), inst.constraints, **inst.params)
+    full = pdhg_module.equilibration(model)
+    monkeypatch.setattr(pdhg_module, "EQUILIBRATION_SAMPLE_ROWS", 1024)
+    read = []
+    ruiz = pdhg_module._ruiz_factors
+    monkeypatch.setattr(pdhg_module, "_ruiz_factors",
+                        lambda geom, rows=None: read.append(geom.m if rows is None else rows.size) or ruiz(geom, rows))
+    for seed in (0, 1, np.random.default_rng(2)):
+        read.clear()
+        twin = pdhg_module.equilibration(model, seed)
+        assert read == [1024]
+        assert np.all(np.abs(np.log2(twin.D / full.D)) <= 1)   # a factor near a rounding boundary may flip
+    # a feature of one new point, in the first constraint only: a sample of 1,024 rows misses it
+    X = np.hstack([inst.X * 10.0 ** np.linspace(-3, 3, 6), np.zeros((inst.X.shape[0], 1))])
+    idx = np.array(inst.constraints.idx)
+    X = np.vstack([X, X[idx[0, 0]]])
+    X[-1, -1], idx[0, 0] = 1.0, X.shape[0] - 1
+    cs = ConstraintSet(idx, inst.constraints.delta, inst.constraints.weight)
+    rare = qwise_model(X, cs, **inst.params)
+    read.clear()
+    pdhg_module.equilibration(rare, 0)
+    assert read == [1024, rare.m]
+
+
 def test_badly_scaled_features_take_about_the_well_scaled_iterations():
     """With the equilibration, features in units 10^-3 ... 10^3 cost a small multiple of the
     well-scaled instance's iterations (measured 32 against 96; plain PDHG took 4,096)."""
