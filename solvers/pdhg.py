@@ -131,7 +131,8 @@ weights by a constant, or the data by a scalar where the model is invariant, cha
   primal error of p*; a polish that failed is corrected where its value could certify
   (``POLISH_CORRECT_GAP``: a larger free set where the equations ran out of free multipliers,
   the range widened where S is indefinite off it); the targeted repair runs where that does not
-  apply, failed or gained nothing.
+  apply, failed or gained nothing, and only where its bound could certify ``tol``
+  (``REPAIR_ONLY_IF_IT_CAN_CERTIFY``).
 
 **Stopping rule and verdict.** ``tol`` is what ``converged`` is held to; ``residual_tol`` (default
 ``RESIDUAL_TOL_FRACTION * tol``) is the tolerance of the residual test. The iteration stops when the
@@ -264,6 +265,16 @@ REPAIR_DECAY = 0.5
 #: holds, and then the repair runs at every check regardless. The budget keeps a bound for runs cut
 #: short by ``time_limit``/``max_iter`` at a quarter of the iteration cost.
 REPAIR_BUDGET = 0.25
+#: ... and only where its bound could certify ``tol``: the repair only shrinks multipliers, and no
+#: bound of a multiplier y exceeds :math:`\delta^\top y` (weak duality at M = 0), so a candidate
+#: whose :math:`\delta_+^\top y` is further than ``tol`` below the best objective is not repaired
+#: (:meth:`PDHGState._repair_may_certify`). A run cut short by a limit keeps the bounds of its
+#: plain certificates and polishes. Measured with ``python -m benchmarks.scale`` (one BLAS thread;
+#: the same iterations and certified gaps): at 10^7 quadruplets the repair at iteration 128 (a
+#: bound 8.8e-3 below, 51 s) was skipped, build + seconds to a certified 1e-3 308 -> 254 s;
+#: d500-m1e4's one repair (0.7 s) was skipped; the other sizes ran none. False: repair wherever
+#: the budget allows (ablations).
+REPAIR_ONLY_IF_IT_CAN_CERTIFY = True
 #: Certify through the complementarity polish of the candidate's multiplier
 #: (:meth:`cvxmetric.models.HingeModel.complementary_multipliers`) where it applies, before the
 #: targeted repair (which then runs only if the polish failed, i.e. left the dual matrix
@@ -1342,7 +1353,9 @@ class PDHGState:
             if gained:
                 lb, lb_y = b, yb
             ran = self._plan is not None
-            if not (ok and gained) and self._repair_allowed:   # the targeted repair of the candidate's own
+            # the targeted repair of the candidate's own multiplier, where its bound could certify
+            if not (ok and gained) and self._repair_allowed and (not REPAIR_ONLY_IF_IT_CAN_CERTIFY
+                                                                 or self._repair_may_certify(y_, tol)):
                 ran = True
                 self.n_repairs += 1
                 self.repair_cost += self._repair_estimate
@@ -1356,6 +1369,14 @@ class PDHGState:
         if lb is not None and (self.best_lb is None or lb > self.best_lb):
             self.best_lb, self.cert_y = lb, lb_y
         return lb
+
+    def _repair_may_certify(self, y_: np.ndarray, tol: float) -> bool:
+        r"""Whether the targeted repair of the scaled multiplier ``y_`` could certify ``tol``. The
+        repair only shrinks multipliers, and no bound of a multiplier y exceeds :math:`\delta^\top y`
+        (weak duality at M = 0), so its bound is at most :math:`\delta_+^\top y` (:math:`\delta_+`
+        the positive part of the margins)."""
+        cap = float(np.maximum(self.delta, 0.0) @ (y_ / self.s))
+        return relative_gap(self.best_f, cap) <= tol
 
     def _polished_bound(self, sc: _Score, y: np.ndarray, KTy: np.ndarray, tol: float) -> tuple:
         r"""The bound of the candidate's multiplier made complementary to its point (no repair):

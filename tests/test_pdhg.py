@@ -465,6 +465,30 @@ def test_equilibration_only_where_units_spread():
     assert equilibration(_synthetic(12, 3, 150, 500, "frobenius", 0.5, 0)) is None   # q > 0
 
 
+def test_the_targeted_repair_runs_only_where_its_bound_could_certify(monkeypatch):
+    """The repair only shrinks multipliers and no bound of y exceeds delta_+^T y, so a repair whose
+    cap delta_+^T y is more than tol below the best objective cannot certify: the checks skip it
+    (the polish off, so that they repair). Every repair that ran is one the cap allowed; the cap
+    bounds a repaired bound."""
+    import cvxmetric.solvers.pdhg as pdhg_module
+
+    model = _synthetic(12, 3, 150, 500, "trace", 1.0, 0)
+    monkeypatch.setattr(pdhg_module, "POLISH_CERTIFICATE", False)
+    verdicts = []
+    may = pdhg_module.PDHGState._repair_may_certify
+    monkeypatch.setattr(pdhg_module.PDHGState, "_repair_may_certify",
+                        lambda state, y_, tol: verdicts.append(may(state, y_, tol)) or verdicts[-1])
+    res = pdhg(model, tol=1e-3)
+    assert res.converged and True in verdicts and False in verdicts
+    assert res.info["repairs"] == verdicts.count(True)
+    cap = np.maximum(model.constraints.delta, 0.0)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        y = model.coef * rng.uniform(0.0, 1.0, model.m)
+        b, _ = model.certify(y, upper=res.objective)
+        assert b is None or b <= cap @ y
+
+
 def test_equilibration_on_a_sample_of_many_rows(monkeypatch):
     """Where the rows are many, the column norms come from a seeded sample: the rounded factors
     within a power of two of those from all rows; a sample that misses a feature falls back to all rows."""
