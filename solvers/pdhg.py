@@ -1418,7 +1418,7 @@ class PDHGState:
         avg = self.score(*avg_pt) if avg_pt is not None else cur
         cand = avg if avg.err < cur.err else cur
         is_avg = cand is avg
-        # the ray minimum (one sort of the m margins) of the point with the lower objective only
+        # the ray minimum (one selection over the m margins) of the point with the lower objective only
         ray_avg = avg is not cur and avg.f < cur.f
         self._keep_best(cur, self.KM, ray=not ray_avg)
         if avg is not cur:
