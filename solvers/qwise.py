@@ -95,10 +95,11 @@ def solve_qwise(X, constraints: ConstraintSet, *, regularizer: str = "trace", C_
         (total PDHG iterations), ``tol``, ``residual_tol``, ``time_limit``, ``callback``, ``M0``
         (default 0) and the rest passed to each PDHG round; ``solver == "qwise-pdhg-ws"``). Its
         cost per iteration follows the working set, and its certificate is the full problem's, as
-        strict as plain PDHG's. Not the default: plain PDHG was measured as fast or faster from
-        10^4 to 10^6 constraints (``python -m benchmarks.working_set``, d = 50, one BLAS thread,
-        time to a certified 1e-4, plain / working set: 0.99x, 0.93x, 1.03x, 0.67x), the working
-        set needing more PDHG iterations (176-208 against 112-144) for a smaller operator. At the
+        strict as plain PDHG's. Not the default: at the default ``tol`` (1e-3) plain PDHG was
+        measured faster at three of four sizes from 10^4 to 10^6 constraints (``python -m
+        benchmarks.working_set``, d = 50, one BLAS thread, seconds to a certified 1e-3, working set
+        / plain: 0.59x, 1.16x, 1.33x, 1.12x; to 1e-4 0.92x, 1.16x, 0.84x, 0.87x), the working set
+        needing more PDHG iterations (176-320 against 112-144) for a smaller operator. At the
         optimum of the scale benchmark's instances (``benchmarks.scale``: 10^5 and 10^6 quadruplets
         on 2,000 points, d = 50, trace) 45 % of the quadruplets are violated and 48 % near or past
         the margin (``ws_slack`` 0.1), 46 % carry a multiplier: a working set keeps half the rows,
