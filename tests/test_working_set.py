@@ -267,7 +267,7 @@ def test_working_set_runs_one_pdhg_state_across_rounds():
 
 
 def test_working_set_is_asked_for_and_only_with_pdhg():
-    """Plain PDHG is the default (measured as fast or faster, benchmarks.working_set); the working
+    """Plain PDHG is the default (sooner to the default tol at most sizes, benchmarks.working_set); the working
     set runs when asked for, with PDHG only; its options without it, and bad values, are errors."""
     inst = get_instance("qwise", "syn-d5")
     assert solve_qwise(inst.X, inst.constraints, method="pdhg", **inst.params).solver == "qwise-pdhg"
